@@ -1,0 +1,105 @@
+# Makefile: the one non-recursive build of ferrum.
+#
+# Every object lands under $(BUILD)/ (out of tree), with header dependencies from -MMD.
+# Kernel files named avx512.c / avx2.c are compiled with that ISA's flags and nothing else
+# is: the library itself targets baseline x86-64 and picks kernels at run time (cpuid), so a
+# build made on an AVX-512 machine runs, slower, on one without it.
+#
+#   make            libferrum.a, libferrum.so and the ferrum CLI
+#   make test       installs what is missing, builds, runs the default test suite
+#   make test-extensive   the suite plus the cases marked extensive
+#   make bench      builds and runs the benchmarks (prints the machine beside the numbers)
+#   make asan | ubsan     the test suite under AddressSanitizer / UBSan
+#   make fuzz       builds the libFuzzer targets (clang) and runs each briefly
+#   make run        the main job (see README.md)
+#   make clean
+
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2
+SAN     ?=
+CFLAGS_COMMON = -std=c11 $(OPT) -g -Wall -Wextra -Wpedantic -Werror -fvisibility=hidden -fPIC \
+                -D_GNU_SOURCE -Iinclude -Isrc -MMD -MP $(SAN)
+LDLIBS  = -ljansson -lxxhash -lpthread -lm
+ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
+ISA_AVX2   = -mavx2 -mfma -mf16c
+
+isa_flags = $(if $(filter %/avx512.c,$<),$(ISA_AVX512),$(if $(filter %/avx2.c,$<),$(ISA_AVX2)))
+
+LIB_SRC   := $(shell find src -name '*.c' | sort)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+APP_SRC   := $(shell find apps -name '*.c' | sort)
+APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_LIB_SRC := $(wildcard tests/support/*.c)
+TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
+
+SETUP_STAMP := $(BUILD)/.setup-done
+
+.PHONY: all test test-extensive bench asan ubsan fuzz run clean setup
+all: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(BUILD)/ferrum
+
+# scripts/setup installs missing Debian packages; rerun whenever it changes.
+$(SETUP_STAMP): scripts/setup
+	@mkdir -p $(@D)
+	bash scripts/setup
+	@touch $@
+setup: $(SETUP_STAMP)
+
+$(BUILD)/%.o: %.c | $(SETUP_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(isa_flags) -c $< -o $@
+
+$(BUILD)/libferrum.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libferrum.so: $(LIB_OBJ)
+	$(CC) -shared $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/ferrum: $(APP_OBJ) $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $(APP_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB_OBJ) $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $< $(TEST_LIB_OBJ) $(BUILD)/libferrum.a -lcmocka $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $< $(BUILD)/libferrum.a $(LDLIBS)
+
+test: all $(TEST_BIN)
+	FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
+
+test-extensive: all $(TEST_BIN)
+	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
+
+bench: all $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,leak -fno-omit-frame-pointer" test
+
+ubsan:
+	$(MAKE) BUILD=build-ubsan OPT=-O1 SAN="-fsanitize=undefined -fno-sanitize-recover=all" test
+
+# libFuzzer needs clang; each target runs for a bounded number of inputs from its seed corpus.
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
+build-fuzz/%: fuzz/%.c $(LIB_SRC) | $(SETUP_STAMP)
+	@mkdir -p $(@D)
+	$(MAKE) BUILD=build-fuzz/lib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/lib/libferrum.a
+	clang -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
+	  -o $@ $< build-fuzz/lib/libferrum.a $(LDLIBS)
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
+	  echo "== $$n"; $$f -runs=$${FUZZ_RUNS:-20000} build-fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done
+
+run: all
+	bash scripts/run-main $(BUILD)/ferrum
+
+clean:
+	rm -rf build build-asan build-ubsan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

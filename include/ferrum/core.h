@@ -1,0 +1,84 @@
+/* ferrum/core.h: status codes, dtypes and their exact conversions, the error record.
+ *
+ * Every fallible ferrum function returns an fe_status. The human message (what went wrong,
+ * where, and how to fix it) is kept on the object that owns the operation, or, for functions
+ * that create an object, in a caller-owned fe_error passed as the last argument (may be NULL). */
+#ifndef FERRUM_CORE_H
+#define FERRUM_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define FE_API __attribute__((visibility("default")))
+#else
+#define FE_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FE_VERSION "0.1.0"
+
+typedef enum fe_status {
+    FE_OK = 0,
+    FE_E_INVALID,     /* an argument breaks a rule (a missing name, a negative size...) */
+    FE_E_SHAPE,       /* shapes disagree */
+    FE_E_DTYPE,       /* a dtype the operation does not take */
+    FE_E_BOUNDS,      /* a per-call bound or index past its view */
+    FE_E_NOMEM,       /* an allocation failed */
+    FE_E_IO,          /* a file could not be read or written */
+    FE_E_FORMAT,      /* malformed input (JSON, checkpoint, tokenizer) */
+    FE_E_UNSUPPORTED, /* valid, but not implemented on this device or build */
+    FE_E_NOTFOUND,    /* a name that is not in the registry or file */
+    FE_E_STATE,       /* the object is not in a state that allows the call */
+    FE_STATUS_COUNT
+} fe_status;
+
+/* A short constant name for a status ("FE_E_SHAPE: shapes disagree"). Never NULL. */
+FE_API const char *fe_status_str(fe_status s);
+
+/* A status with its message. Caller-owned; pass NULL where the message is not wanted. */
+typedef struct fe_error {
+    fe_status status;
+    char message[512];
+} fe_error;
+
+typedef enum fe_dtype {
+    FE_DTYPE_F32 = 0,
+    FE_DTYPE_BF16,
+    FE_DTYPE_F16,
+    FE_DTYPE_I32,
+    FE_DTYPE_I8,
+    FE_DTYPE_U8,
+    FE_DTYPE_COUNT
+} fe_dtype;
+
+typedef struct fe_dtype_traits {
+    const char *name; /* "f32", "bf16", ... */
+    size_t size;      /* bytes per element */
+    bool is_float;
+    bool is_signed;
+} fe_dtype_traits;
+
+/* Traits of a dtype; NULL when `t` is not a dtype. */
+FE_API const fe_dtype_traits *fe_dtype_info(fe_dtype t);
+/* The dtype named `name` ("f32", "bf16"...). FE_E_NOTFOUND when there is none. */
+FE_API fe_status fe_dtype_from_name(const char *name, fe_dtype *out);
+
+/* Exact conversions. f32 -> bf16/f16 round to nearest even; NaN stays NaN (quiet);
+ * overflow goes to infinity; f16 subnormals are kept. */
+FE_API uint16_t fe_f32_to_bf16(float f);
+FE_API float fe_bf16_to_f32(uint16_t h);
+FE_API uint16_t fe_f32_to_f16(float f);
+FE_API float fe_f16_to_f32(uint16_t h);
+
+/* Monotonic clock in nanoseconds. */
+FE_API uint64_t fe_time_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,70 @@
+/* ferrum/device.h: the device (this machine's CPU: a pool of cores) and dispatch.
+ *
+ * A device describes its ISA (from cpuid), worker count and caches, and owns a persistent
+ * pool of pinned workers. A dispatch hands the pool a list of steps; a step uses WIDTH
+ * workers (ith = 0..width-1) and steps are separated by a barrier. The caller's thread is
+ * worker 0. One dispatch at a time per device. No globals: a device is passed explicitly. */
+#ifndef FERRUM_DEVICE_H
+#define FERRUM_DEVICE_H
+
+#include "ferrum/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kernel instruction sets, in increasing order of capability. */
+typedef enum fe_isa { FE_ISA_SCALAR = 0, FE_ISA_AVX2, FE_ISA_AVX512, FE_ISA_COUNT } fe_isa;
+
+FE_API const char *fe_isa_name(fe_isa isa); /* "scalar", "avx2", "avx512" */
+FE_API fe_status fe_isa_from_name(const char *name, fe_isa *out);
+
+typedef struct fe_cpu_features {
+    bool avx2, fma, f16c;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16;
+} fe_cpu_features;
+
+typedef struct fe_device_info {
+    char cpu_name[64];
+    fe_cpu_features features; /* what the CPU and OS support */
+    fe_isa best_isa;          /* the best kernel ISA the machine runs */
+    fe_isa isa;               /* the ISA kernels are chosen for (<= best_isa) */
+    int n_cores;              /* online CPUs */
+    int n_workers;            /* workers in the pool */
+    size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 unknown */
+} fe_device_info;
+
+typedef struct fe_device_options {
+    int n_workers;   /* 0: one per online CPU (FERRUM_WORKERS overrides the default) */
+    int max_isa;     /* -1: the best the machine has (FERRUM_ISA overrides the default) */
+    bool pin;        /* pin each pool thread to one CPU */
+} fe_device_options;
+
+typedef struct fe_device fe_device;
+
+FE_API fe_device_options fe_device_options_default(void);
+/* Creates a device and its pool. *out is NULL on error. Caller fe_device_destroy()s. */
+FE_API fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_error *err);
+FE_API void fe_device_destroy(fe_device *dev);
+/* Borrowed; lives as long as the device. */
+FE_API const fe_device_info *fe_device_get_info(const fe_device *dev);
+/* One line describing the device: "AMD EPYC, 2 workers, avx512 (...), L1d 48 KiB, ..." */
+FE_API void fe_device_describe(const fe_device *dev, char *buf, size_t n);
+
+typedef void (*fe_step_fn)(void *ctx, int ith, int nth);
+typedef struct fe_step {
+    fe_step_fn fn;
+    void *ctx;
+    int width; /* workers this step uses, 1..n_workers; larger values are clamped */
+} fe_step;
+
+/* Runs the steps in order, each on its width, a barrier after each; returns when all are done.
+ * The steps array and contexts are borrowed for the call only. */
+FE_API void fe_device_dispatch(fe_device *dev, const fe_step *steps, int n_steps);
+/* Dispatches since creation (the graph tests count dispatches per call). */
+FE_API uint64_t fe_device_dispatch_count(const fe_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,23 @@
+/* core/alloc.h: the one allocation hook every ferrum allocation goes through.
+ *
+ * Tests make the N-th allocation fail (fe_alloc_fail_at) to prove that every error path
+ * returns FE_E_NOMEM without a crash or a leak. Memory is 64-byte aligned when asked. */
+#ifndef FE_CORE_ALLOC_H
+#define FE_CORE_ALLOC_H
+
+#include <stddef.h>
+
+void *fe_malloc(size_t n);
+void *fe_calloc(size_t count, size_t size);
+void *fe_realloc(void *p, size_t n);
+/* Aligned to `align` (a power of two); release with fe_free. */
+void *fe_aligned_alloc(size_t align, size_t n);
+void fe_free(void *p);
+char *fe_strdup(const char *s);
+
+/* Test hook: the n-th allocation from now (1-based) and every one after it fail; 0 disarms.
+ * Returns how many allocations were made since the last call. Not thread-safe by design:
+ * arm it only while one thread allocates. */
+long fe_alloc_fail_at(long n);
+
+#endif

@@ -1,0 +1,19 @@
+/* device/cpu/pool.h: the persistent pool of pinned workers with a spin-then-sleep barrier.
+ *
+ * Worker 0 is the dispatching thread; workers 1..n-1 are threads created once and parked
+ * on a futex between dispatches. Between steps every worker meets at the barrier, so a step
+ * sees all writes of the steps before it. */
+#ifndef FE_DEVICE_CPU_POOL_H
+#define FE_DEVICE_CPU_POOL_H
+
+#include "ferrum/device.h"
+
+typedef struct fe_pool fe_pool;
+
+/* NULL when threads or memory cannot be had; `pin` pins worker i to CPU i mod n_cpus. */
+fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err);
+void fe_pool_destroy(fe_pool *p);
+void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps);
+int fe_pool_size(const fe_pool *p);
+
+#endif

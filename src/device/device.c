@@ -1,0 +1,185 @@
+/* device/device.c: the CPU device: features from cpuid (checked against what the OS saves,
+ * via XGETBV), caches from sysfs, the ISA kernels are chosen for, and the worker pool. */
+#include <cpuid.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "device/cpu/pool.h"
+
+struct fe_device {
+    fe_device_info info;
+    fe_pool *pool;
+    atomic_ullong dispatches;
+};
+
+static const char *const isa_names[FE_ISA_COUNT] = {"scalar", "avx2", "avx512"};
+
+const char *fe_isa_name(fe_isa isa) {
+    return (unsigned)isa < FE_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+fe_status fe_isa_from_name(const char *name, fe_isa *out) {
+    for (int i = 0; name && i < FE_ISA_COUNT; i++) {
+        if (strcmp(name, isa_names[i]) == 0) {
+            *out = (fe_isa)i;
+            return FE_OK;
+        }
+    }
+    return FE_E_NOTFOUND;
+}
+
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static void read_features(fe_cpu_features *f, char *name, size_t name_len) {
+    unsigned a, b, c, d;
+    memset(f, 0, sizeof *f);
+    snprintf(name, name_len, "x86-64");
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    bool osxsave = c & (1u << 27), avx = c & (1u << 28);
+    f->fma = c & (1u << 12);
+    f->f16c = c & (1u << 29);
+    uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+    bool os_ymm = (xcr0 & 0x6) == 0x6, os_zmm = (xcr0 & 0xe6) == 0xe6;
+    if (!(avx && os_ymm)) f->fma = f->f16c = false;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        f->avx2 = avx && os_ymm && (b & (1u << 5));
+        if (os_zmm) {
+            f->avx512f = b & (1u << 16);
+            f->avx512dq = b & (1u << 17);
+            f->avx512bw = b & (1u << 30);
+            f->avx512vl = b & (1u << 31);
+            f->avx512vnni = c & (1u << 11);
+        }
+        if (os_zmm && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = a & (1u << 5);
+    }
+    unsigned brand[12];
+    if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {
+        for (unsigned i = 0; i < 3; i++)
+            __get_cpuid(0x80000002 + i, &brand[4 * i], &brand[4 * i + 1], &brand[4 * i + 2],
+                        &brand[4 * i + 3]);
+        char s[49];
+        memcpy(s, brand, 48);
+        s[48] = '\0';
+        char *p = s;
+        while (*p == ' ') p++;
+        size_t n = strlen(p);
+        while (n && p[n - 1] == ' ') p[--n] = '\0';
+        if (n) snprintf(name, name_len, "%s", p);
+    }
+}
+
+static fe_isa best_isa_of(const fe_cpu_features *f) {
+    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->fma) return FE_ISA_AVX512;
+    if (f->avx2 && f->fma && f->f16c) return FE_ISA_AVX2;
+    return FE_ISA_SCALAR;
+}
+
+/* Size of the cache at `level` ("Data"/"Unified"), from sysfs; 0 when unknown. */
+static size_t cache_size(int level) {
+    for (int idx = 0; idx < 8; idx++) {
+        char path[128], buf[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", idx);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        int lv = 0;
+        if (fscanf(f, "%d", &lv) != 1) lv = 0;
+        fclose(f);
+        if (lv != level) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", idx);
+        f = fopen(path, "r");
+        if (!f) continue;
+        bool instr = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) == 0;
+        fclose(f);
+        if (instr) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        f = fopen(path, "r");
+        if (!f) continue;
+        size_t kb = 0;
+        char unit = 'K';
+        int got = fscanf(f, "%zu%c", &kb, &unit);
+        fclose(f);
+        if (got >= 1) return kb * (unit == 'M' ? 1024 * 1024 : 1024);
+    }
+    return 0;
+}
+
+fe_device_options fe_device_options_default(void) {
+    fe_device_options o = {.n_workers = 0, .max_isa = -1, .pin = true};
+    const char *w = getenv("FERRUM_WORKERS");
+    if (w && atoi(w) > 0) o.n_workers = atoi(w);
+    const char *isa = getenv("FERRUM_ISA");
+    fe_isa cap;
+    if (isa && fe_isa_from_name(isa, &cap) == FE_OK) o.max_isa = (int)cap;
+    return o;
+}
+
+fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_error *err) {
+    *out = NULL;
+    fe_device_options o = opts ? *opts : fe_device_options_default();
+    if (o.n_workers < 0 || o.n_workers > 1024)
+        return fe_error_set(err, FE_E_INVALID,
+                            "device: n_workers = %d; give 1..1024, or 0 for one per CPU",
+                            o.n_workers);
+    if (o.max_isa >= FE_ISA_COUNT || o.max_isa < -1)
+        return fe_error_set(err, FE_E_INVALID,
+                            "device: max_isa = %d; give -1 (best) or an fe_isa value",
+                            o.max_isa);
+    fe_device *dev = fe_calloc(1, sizeof *dev);
+    if (!dev) return fe_error_set(err, FE_E_NOMEM, "device: out of memory");
+    fe_device_info *in = &dev->info;
+    read_features(&in->features, in->cpu_name, sizeof in->cpu_name);
+    in->best_isa = best_isa_of(&in->features);
+    in->isa = o.max_isa >= 0 && o.max_isa < (int)in->best_isa ? (fe_isa)o.max_isa : in->best_isa;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    in->n_cores = ncpu > 0 ? (int)ncpu : 1;
+    in->n_workers = o.n_workers ? o.n_workers : in->n_cores;
+    in->l1d_bytes = cache_size(1);
+    in->l2_bytes = cache_size(2);
+    in->l3_bytes = cache_size(3);
+    atomic_init(&dev->dispatches, 0);
+    dev->pool = fe_pool_create(in->n_workers, o.pin, err);
+    if (!dev->pool) {
+        fe_free(dev);
+        return err ? err->status : FE_E_NOMEM;
+    }
+    *out = dev;
+    return FE_OK;
+}
+
+void fe_device_destroy(fe_device *dev) {
+    if (!dev) return;
+    fe_pool_destroy(dev->pool);
+    fe_free(dev);
+}
+
+const fe_device_info *fe_device_get_info(const fe_device *dev) { return &dev->info; }
+
+void fe_device_describe(const fe_device *dev, char *buf, size_t n) {
+    const fe_device_info *i = &dev->info;
+    const fe_cpu_features *f = &i->features;
+    snprintf(buf, n,
+             "%s, %d cores, %d workers, kernels %s (best %s; avx512f=%d bw=%d vl=%d vnni=%d "
+             "bf16=%d avx2=%d fma=%d f16c=%d), L1d %zu KiB, L2 %zu KiB, L3 %zu KiB",
+             i->cpu_name, i->n_cores, i->n_workers, fe_isa_name(i->isa),
+             fe_isa_name(i->best_isa), f->avx512f, f->avx512bw, f->avx512vl, f->avx512vnni,
+             f->avx512bf16, f->avx2, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
+             i->l3_bytes / 1024);
+}
+
+void fe_device_dispatch(fe_device *dev, const fe_step *steps, int n_steps) {
+    atomic_fetch_add_explicit(&dev->dispatches, 1, memory_order_relaxed);
+    if (n_steps > 0) fe_pool_run(dev->pool, steps, n_steps);
+}
+
+uint64_t fe_device_dispatch_count(const fe_device *dev) {
+    return atomic_load_explicit(&dev->dispatches, memory_order_relaxed);
+}
