@@ -1,0 +1,95 @@
+/* ferrum/ops.h: declared operators, run one at a time.
+ *
+ * An operator (a registry entry) is made into a kernel for given operand shapes: its params
+ * are checked (infer), its tunables resolved (call site > profile > resolve(dev) > default)
+ * and a kernel variant picked for the device's ISA. The result is a design plus extents.
+ * fe_kernel_run checks the operands and per-call values against what was compiled and runs
+ * nothing when any is wrong. Graphs (graph.h) lower the same kernels into plans. */
+#ifndef FERRUM_OPS_H
+#define FERRUM_OPS_H
+
+#include "ferrum/core.h"
+#include "ferrum/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FE_MAX_RANK 4
+
+/* A view of memory. Strides are in elements. A contiguous tensor has stride[rank-1] = 1. */
+typedef struct fe_tensor {
+    void *data;
+    fe_dtype dtype;
+    int rank; /* 1..FE_MAX_RANK; 0 marks an absent optional operand */
+    int64_t shape[FE_MAX_RANK];
+    int64_t stride[FE_MAX_RANK];
+} fe_tensor;
+
+/* A row-major contiguous view of `data` (which may be NULL when only the shape matters). */
+FE_API fe_tensor fe_tensor_contiguous(void *data, fe_dtype dt, int rank, const int64_t *shape);
+/* Elements in the view (product of the shape). */
+FE_API int64_t fe_tensor_numel(const fe_tensor *t);
+
+typedef struct fe_setting {
+    const char *name;
+    double value;
+} fe_setting;
+
+typedef struct fe_op fe_op;           /* a declaration; static, never freed */
+typedef struct fe_profile fe_profile; /* tunables as data, most specific match wins */
+typedef struct fe_kernel fe_kernel;   /* an operator made for one device and extents */
+
+/* The registry. fe_op_find matches names without regard to case; NULL when absent. */
+FE_API int fe_op_count(void);
+FE_API const fe_op *fe_op_at(int i);
+FE_API const fe_op *fe_op_find(const char *name);
+FE_API const char *fe_op_name(const fe_op *op);
+FE_API const char *fe_op_summary(const fe_op *op);
+
+typedef struct fe_op_request {
+    const char *op;              /* registry name, e.g. "Softmax" */
+    const fe_tensor *operands;   /* in declaration order; data is ignored here */
+    int n_operands;
+    const fe_setting *params;    /* by name; unnamed params take their declared default */
+    int n_params;
+    const fe_setting *tunables;  /* the call site's settings: highest precedence */
+    int n_tunables;
+    const fe_profile *profile;   /* may be NULL; borrowed for the call only */
+} fe_op_request;
+
+/* Makes a kernel. On error *out is NULL and err says which rule broke and how to fix it.
+ * The device is borrowed and must outlive the kernel. Caller fe_kernel_destroy()s. */
+FE_API fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel **out,
+                                  fe_error *err);
+FE_API void fe_kernel_destroy(fe_kernel *k);
+
+/* Runs the kernel on `operands` (same shapes and dtypes as at create; strides may differ
+ * where the operand allows views). `values` are the op's per-call values in declaration
+ * order (NULL: each at its default, the full extent). Any operand or value past its view
+ * returns an error and runs nothing; the message is then on the kernel. */
+FE_API fe_status fe_kernel_run(fe_kernel *k, const fe_tensor *operands, int n_operands,
+                               const int64_t *values, int n_values);
+FE_API const char *fe_kernel_message(const fe_kernel *k); /* borrowed; "" when none */
+
+/* The design's identity: equal for two kernels that resolve alike, whatever their extents. */
+FE_API uint64_t fe_kernel_design_key(const fe_kernel *k);
+FE_API fe_isa fe_kernel_isa(const fe_kernel *k);
+/* A resolved tunable by name; -1 when the op has none of that name. */
+FE_API int64_t fe_kernel_tunable(const fe_kernel *k, const char *name);
+/* FLOPs and bytes moved by one run at the given per-call values (NULL: defaults). */
+FE_API void fe_kernel_cost(const fe_kernel *k, const int64_t *values, int n_values,
+                           double *flops, double *bytes);
+
+/* Profiles: JSON of the form
+ *   {"entries": [{"op": "Softmax", "when": {"cols": 4096}, "tunables": {"WIDTH": 1}}]}
+ * An entry applies when its op matches and every `when` name (a param or an extent) has
+ * that value; the entry with the most `when` names wins, the first among equals. */
+FE_API fe_status fe_profile_parse(const char *text, size_t len, fe_profile **out, fe_error *err);
+FE_API fe_status fe_profile_load(const char *path, fe_profile **out, fe_error *err);
+FE_API void fe_profile_destroy(fe_profile *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,20 @@
+/* ops/kernel.h: the internal side of fe_kernel, for the graph compiler and the tests:
+ * its design, the args a run would see, running the reference, and the step it dispatches. */
+#ifndef FE_OPS_KERNEL_H
+#define FE_OPS_KERNEL_H
+
+#include "ops/op.h"
+
+const fe_design *fe_kernel_design(const fe_kernel *k);
+const int64_t *fe_kernel_extents(const fe_kernel *k);
+/* Checks operands and values as fe_kernel_run does and fills `out`; no work runs. */
+fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands,
+                         const int64_t *values, int n_values, fe_args *out);
+/* Runs the op's reference (single thread, plain float32/double) on bound args. */
+fe_status fe_kernel_run_reference(fe_kernel *k, const fe_tensor *operands, int n_operands,
+                                  const int64_t *values, int n_values);
+/* Matches a profile entry for a request being made (profile.c). Sets tunables not yet set;
+ * returns FE_OK when nothing matched. */
+fe_status fe_profile_apply(const fe_profile *p, fe_op_ctx *c);
+
+#endif

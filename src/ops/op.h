@@ -1,0 +1,187 @@
+/* ops/op.h: the operator declaration (what one file in src/ops/<op>/ defines) and what its
+ * functions see.
+ *
+ * A declaration is data: params, tunables with their search domains, operands by role,
+ * extents (named sizes taken from the operands), per-call values bounded by extents, plus
+ * infer (check and name the extents), resolve (fill tunables from the device), reference
+ * (plain float32/double), kernels per ISA, cost, and test cases. The machinery in op.c,
+ * kernel.c and profile.c turns it into runnable kernels; nothing there knows any one op. */
+#ifndef FE_OPS_OP_H
+#define FE_OPS_OP_H
+
+#include "core/error.h"
+#include "ferrum/ops.h"
+
+enum {
+    FE_MAX_OPERANDS = 6,
+    FE_MAX_PARAMS = 6,
+    FE_MAX_TUNABLES = 4,
+    FE_MAX_EXTENTS = 4,
+    FE_MAX_VALUES = 3,
+    FE_MAX_CHOICES = 8,
+};
+
+#define FE_DT(t) (1u << (t))
+#define FE_DT_ANY ((1u << FE_DTYPE_COUNT) - 1u)
+
+typedef enum { FE_PARAM_INT, FE_PARAM_FLOAT, FE_PARAM_BOOL, FE_PARAM_CHOICE } fe_param_type;
+
+typedef struct fe_param_decl {
+    const char *name;
+    fe_param_type type;
+    double def;
+    double lo, hi;                /* inclusive range (INT, FLOAT); ignored when lo > hi */
+    const char *const *choices;   /* CHOICE: NULL-terminated names; the value is the index */
+    const char *doc;
+} fe_param_decl;
+
+typedef enum { FE_DOMAIN_WIDTH, FE_DOMAIN_DIVISORS, FE_DOMAIN_CHOICES } fe_domain_kind;
+
+/* The values a tunable may take, searched by the tuner.
+ * WIDTH: 1..workers (the tuner tries powers of two and the worker count).
+ * DIVISORS: divisors of the extent `of` that are multiples of `step`, at most `cap`.
+ * CHOICES: one of `choices`. */
+typedef struct fe_domain {
+    fe_domain_kind kind;
+    const char *of;
+    int64_t step, cap;
+    int64_t choices[FE_MAX_CHOICES];
+    int n_choices;
+} fe_domain;
+
+typedef struct fe_tunable_decl {
+    const char *name;
+    fe_domain domain;
+    int64_t def;    /* the declared default, last in precedence; WIDTH 0 means all workers */
+    bool design;    /* part of the design's identity (else derived, e.g. from extents) */
+    const char *doc;
+} fe_tunable_decl;
+
+typedef enum { FE_IN, FE_OUT } fe_role;
+
+typedef struct fe_operand_decl {
+    const char *name;
+    fe_role role;
+    uint32_t dtypes;   /* FE_DT(...) mask */
+    int min_rank, max_rank;
+    bool optional;
+    bool strided;      /* accepts any strides; otherwise the view must be contiguous */
+    double draw_lo, draw_hi; /* how tests draw it when lo < hi (else the case's range) */
+} fe_operand_decl;
+
+typedef struct fe_value_decl {
+    const char *name;
+    const char *extent; /* the value lies in [min, extent]; its default is the extent */
+    int64_t min;
+    const char *doc;
+} fe_value_decl;
+
+/* A resolved design: what one compiled kernel is, whatever its extents. */
+typedef struct fe_design {
+    const struct fe_op *op;
+    fe_isa isa;
+    fe_dtype dtypes[FE_MAX_OPERANDS];
+    bool present[FE_MAX_OPERANDS];
+    double params[FE_MAX_PARAMS];
+    int64_t tunables[FE_MAX_TUNABLES];
+    uint64_t key;
+} fe_design;
+
+/* What a kernel, reference and cost read: views, extents and per-call values. */
+typedef struct fe_args {
+    fe_tensor t[FE_MAX_OPERANDS];
+    int64_t ext[FE_MAX_EXTENTS];
+    int64_t v[FE_MAX_VALUES];
+} fe_args;
+
+typedef void (*fe_kernel_fn)(const fe_args *a, const fe_design *d, int ith, int nth);
+
+typedef struct fe_kernel_decl {
+    fe_isa isa;
+    fe_kernel_fn fn;
+    int tile; /* elements the inner loop takes at once: the catalog tests lengths around it */
+} fe_kernel_decl;
+
+/* What infer and resolve see. infer reads operands and params, checks them, and fills
+ * extents; resolve fills tunables nobody gave (tunable_set false). */
+typedef struct fe_op_ctx {
+    const struct fe_op *op;
+    fe_tensor operands[FE_MAX_OPERANDS];
+    bool present[FE_MAX_OPERANDS];
+    double params[FE_MAX_PARAMS];
+    int64_t tunables[FE_MAX_TUNABLES];
+    bool tunable_set[FE_MAX_TUNABLES];
+    int64_t ext[FE_MAX_EXTENTS];
+    const fe_device_info *dev;
+    fe_error *err;
+} fe_op_ctx;
+
+typedef struct fe_cost {
+    double flops, bytes;
+} fe_cost;
+
+/* A test case: dims feed the op's `operands_for` (which builds operand descriptors), params
+ * override defaults. The catalog also varies the last dim around each kernel's tile. */
+typedef struct fe_case {
+    const char *name;
+    int64_t dims[FE_MAX_RANK];
+    int n_dims;
+    fe_setting params[FE_MAX_PARAMS];
+    int n_params;
+    double lo, hi;  /* inputs drawn uniform in [lo, hi]; both 0 means [-3, 3] */
+    bool extensive; /* only in make test-extensive */
+    bool bench;     /* a shape the benchmarks run */
+} fe_case;
+
+struct fe_op {
+    const char *name;
+    const char *summary;
+    const fe_param_decl *params;
+    int n_params;
+    const fe_tunable_decl *tunables;
+    int n_tunables;
+    const fe_operand_decl *operands;
+    int n_operands;
+    const char *const *extents; /* names of the sizes infer fills, in ext[] order */
+    int n_extents;
+    const fe_value_decl *values;
+    int n_values;
+    fe_status (*infer)(fe_op_ctx *c);
+    void (*resolve)(fe_op_ctx *c); /* may be NULL: defaults then */
+    void (*reference)(const fe_args *a, const fe_design *d);
+    const fe_kernel_decl *kernels;
+    int n_kernels;
+    void (*cost)(const fe_args *a, const fe_design *d, fe_cost *out);
+    /* Test support: operand descriptors (dtype, rank, shape, strides) for a case's dims. */
+    void (*operands_for)(const fe_case *c, const double *params, fe_tensor *out);
+    const fe_case *cases;
+    int n_cases;
+    double rtol, atol; /* |got - ref| <= atol + rtol * |ref| */
+};
+
+/* Index of a named param / tunable / extent / value in a declaration; -1 when absent. */
+int fe_op_param_index(const fe_op *op, const char *name);
+int fe_op_tunable_index(const fe_op *op, const char *name);
+int fe_op_extent_index(const fe_op *op, const char *name);
+/* "WIDTH", "DIVISORS(of=cols, step=16, cap=4096)", "CHOICES(1, 2, 4)" */
+void fe_domain_describe(const fe_domain *d, char *buf, size_t n);
+/* Whether v lies in the domain, given the extents; on false, `why` says what would. */
+bool fe_domain_contains(const fe_op *op, const fe_domain *d, const int64_t *ext,
+                        int n_workers, int64_t v, char *why, size_t why_n);
+
+/* Refusals from infer: sets c->err and returns the status, naming the op. */
+fe_status fe_op_refuse(fe_op_ctx *c, fe_status s, const char *fmt, ...) FE_PRINTF(3, 4);
+/* Common infer checks; each refuses with a message naming the operands and the fix. */
+fe_status fe_op_same_shape(fe_op_ctx *c, int a, int b);
+fe_status fe_op_same_dtype(fe_op_ctx *c, int a, int b);
+
+/* The range [lo, hi) of n items that worker ith of nth takes, lo and hi multiples of align
+ * (except hi == n). */
+void fe_split(int64_t n, int ith, int nth, int64_t align, int64_t *lo, int64_t *hi);
+
+#define FE_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Defines the public fe_op for a declaration: FE_OP_DEFINE(relu) { .name = "ReLU", ... }; */
+#define FE_OP_DEFINE(id) const fe_op fe_op_##id =
+
+#endif

@@ -1,0 +1,210 @@
+/* ops/vec/vec.h: one small vector vocabulary over float32 for the kernels of every ISA.
+ *
+ * A kernel source written with these names (vf, VW, v_add, v_exp...) is compiled once per ISA:
+ * under -mavx512f it uses 16-lane __m512, under -mavx2 8-lane __m256, and otherwise a 1-lane
+ * float, which is the scalar kernel. Tails use masked loads and stores, so no kernel reads or
+ * writes past its view. FE_KSUFFIX names the ISA for kernel symbols: FE_KNAME(add) is
+ * fe_add_avx512 in the AVX-512 object.
+ *
+ * exp, tanh and erf are our own (Cephes-style polynomials): exp within ~2 ulp on
+ * [-87, 88], tanh within ~3e-7 absolute, erf within 1.5e-7 absolute (Abramowitz-Stegun
+ * 7.1.26). Operators declare tolerances that cover these. */
+#ifndef FE_OPS_VEC_H
+#define FE_OPS_VEC_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define FE_KSUFFIX avx512
+#define VW 16
+typedef __m512 vf;
+typedef __mmask16 vm;
+static inline vf v_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void v_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vf v_load_n(const float *p, int64_t n) {
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+}
+static inline void v_store_n(float *p, vf v, int64_t n) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
+}
+/* non-temporal when p is 64-byte aligned */
+static inline void v_stream(float *p, vf v) {
+    if (((uintptr_t)p & 63) == 0) _mm512_stream_ps(p, v);
+    else _mm512_storeu_ps(p, v);
+}
+static inline vf v_set1(float x) { return _mm512_set1_ps(x); }
+static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vf v_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf v_max(vf a, vf b) { return _mm512_max_ps(a, b); }
+static inline vf v_min(vf a, vf b) { return _mm512_min_ps(a, b); }
+static inline vf v_sqrt(vf a) { return _mm512_sqrt_ps(a); }
+static inline vf v_abs(vf a) { return _mm512_abs_ps(a); }
+static inline vf v_round(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vm v_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+static inline vf v_blend(vm m, vf yes, vf no) { return _mm512_mask_blend_ps(m, no, yes); }
+/* copies the sign of s onto the magnitude of a */
+static inline vf v_copysign(vf a, vf s) {
+    __m512i sign = _mm512_set1_epi32((int)0x80000000);
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(a),
+                                                         _mm512_castps_si512(s), sign, 0xd8));
+}
+/* y * 2^n for integral n in [-126, 127] */
+static inline vf v_ldexp(vf y, vf n) {
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+static inline float v_hsum(vf a) { return _mm512_reduce_add_ps(a); }
+static inline void v_fence(void) { _mm_sfence(); } /* orders v_stream stores before a barrier */
+static inline float v_hmax(vf a) { return _mm512_reduce_max_ps(a); }
+
+#elif defined(__AVX2__)
+#include <immintrin.h>
+#define FE_KSUFFIX avx2
+#define VW 8
+typedef __m256 vf;
+typedef __m256 vm;
+static const int32_t fe_vec_tail_mask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static inline __m256i v_tail(int64_t n) {
+    return _mm256_loadu_si256((const __m256i *)(fe_vec_tail_mask + 8 - n));
+}
+static inline vf v_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void v_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vf v_load_n(const float *p, int64_t n) { return _mm256_maskload_ps(p, v_tail(n)); }
+static inline void v_store_n(float *p, vf v, int64_t n) { _mm256_maskstore_ps(p, v_tail(n), v); }
+static inline void v_stream(float *p, vf v) {
+    if (((uintptr_t)p & 31) == 0) _mm256_stream_ps(p, v);
+    else _mm256_storeu_ps(p, v);
+}
+static inline vf v_set1(float x) { return _mm256_set1_ps(x); }
+static inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+static inline vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf v_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf v_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+static inline vf v_min(vf a, vf b) { return _mm256_min_ps(a, b); }
+static inline vf v_sqrt(vf a) { return _mm256_sqrt_ps(a); }
+static inline vf v_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+static inline vf v_round(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vm v_lt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline vf v_blend(vm m, vf yes, vf no) { return _mm256_blendv_ps(no, yes, m); }
+static inline vf v_copysign(vf a, vf s) {
+    __m256 sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, a), _mm256_and_ps(sign, s));
+}
+static inline vf v_ldexp(vf y, vf n) {
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+static inline void v_fence(void) { _mm_sfence(); }
+static inline float v_hsum(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+static inline float v_hmax(vf a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#else /* scalar: a one-lane "vector" */
+#define FE_KSUFFIX scalar
+#define VW 1
+typedef float vf;
+typedef int vm;
+static inline vf v_load(const float *p) { return *p; }
+static inline void v_store(float *p, vf v) { *p = v; }
+static inline vf v_load_n(const float *p, int64_t n) { return n > 0 ? *p : 0.0f; }
+static inline void v_store_n(float *p, vf v, int64_t n) { if (n > 0) *p = v; }
+static inline void v_stream(float *p, vf v) { *p = v; }
+static inline vf v_set1(float x) { return x; }
+static inline vf v_add(vf a, vf b) { return a + b; }
+static inline vf v_sub(vf a, vf b) { return a - b; }
+static inline vf v_mul(vf a, vf b) { return a * b; }
+static inline vf v_div(vf a, vf b) { return a / b; }
+static inline vf v_fma(vf a, vf b, vf c) { return fmaf(a, b, c); }
+static inline vf v_max(vf a, vf b) { return a > b ? a : b; }
+static inline vf v_min(vf a, vf b) { return a < b ? a : b; }
+static inline vf v_sqrt(vf a) { return sqrtf(a); }
+static inline vf v_abs(vf a) { return fabsf(a); }
+static inline vf v_round(vf a) { return nearbyintf(a); }
+static inline vm v_lt(vf a, vf b) { return a < b; }
+static inline vf v_blend(vm m, vf yes, vf no) { return m ? yes : no; }
+static inline vf v_copysign(vf a, vf s) { return copysignf(a, s); }
+static inline vf v_ldexp(vf y, vf n) {
+    uint32_t e = (uint32_t)((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &e, 4);
+    return y * s;
+}
+static inline void v_fence(void) {}
+static inline float v_hsum(vf a) { return a; }
+static inline float v_hmax(vf a) { return a; }
+#endif
+
+#define FE_KCAT2(a, b) a##_##b
+#define FE_KCAT(a, b) FE_KCAT2(a, b)
+#define FE_KNAME(name) FE_KCAT(fe_##name, FE_KSUFFIX)
+
+static inline vf v_zero(void) { return v_set1(0.0f); }
+
+/* e^x, x clamped to [-87.3, 88.37] (results past that saturate near 1e-38 and 2.4e38). */
+static inline vf v_exp(vf x) {
+    x = v_min(v_max(x, v_set1(-87.3365f)), v_set1(88.3762f));
+    vf n = v_min(v_round(v_mul(x, v_set1(1.44269504088896341f))), v_set1(127.0f));
+    vf r = v_fma(n, v_set1(-0.693359375f), x);
+    r = v_fma(n, v_set1(2.12194440e-4f), r);
+    vf p = v_set1(1.9875691500e-4f);
+    p = v_fma(p, r, v_set1(1.3981999507e-3f));
+    p = v_fma(p, r, v_set1(8.3334519073e-3f));
+    p = v_fma(p, r, v_set1(4.1665795894e-2f));
+    p = v_fma(p, r, v_set1(1.6666665459e-1f));
+    p = v_fma(p, r, v_set1(5.0000001201e-1f));
+    vf y = v_add(v_fma(v_mul(p, r), r, r), v_set1(1.0f));
+    return v_ldexp(y, n);
+}
+
+/* 1 / (1 + e^-x) */
+static inline vf v_sigmoid(vf x) {
+    return v_div(v_set1(1.0f), v_add(v_set1(1.0f), v_exp(v_sub(v_zero(), x))));
+}
+
+static inline vf v_tanh(vf x) {
+    vf a = v_abs(x);
+    /* small |x|: Cephes minimax polynomial; large: 1 - 2 / (e^{2|x|} + 1) */
+    vf z = v_mul(a, a);
+    vf p = v_set1(-5.70498872745e-3f);
+    p = v_fma(p, z, v_set1(2.06390887954e-2f));
+    p = v_fma(p, z, v_set1(-5.37397155531e-2f));
+    p = v_fma(p, z, v_set1(1.33314422036e-1f));
+    p = v_fma(p, z, v_set1(-3.33332819422e-1f));
+    vf small = v_fma(v_mul(p, z), a, a);
+    vf e = v_exp(v_mul(v_set1(2.0f), v_min(a, v_set1(9.0f))));
+    vf large = v_sub(v_set1(1.0f), v_div(v_set1(2.0f), v_add(e, v_set1(1.0f))));
+    return v_copysign(v_blend(v_lt(a, v_set1(0.625f)), small, large), x);
+}
+
+/* Abramowitz-Stegun 7.1.26, |error| <= 1.5e-7 */
+static inline vf v_erf(vf x) {
+    vf a = v_abs(x);
+    vf t = v_div(v_set1(1.0f), v_fma(v_set1(0.3275911f), a, v_set1(1.0f)));
+    vf p = v_set1(1.061405429f);
+    p = v_fma(p, t, v_set1(-1.453152027f));
+    p = v_fma(p, t, v_set1(1.421413741f));
+    p = v_fma(p, t, v_set1(-0.284496736f));
+    p = v_fma(p, t, v_set1(0.254829592f));
+    p = v_mul(p, t);
+    vf y = v_sub(v_set1(1.0f), v_mul(p, v_exp(v_sub(v_zero(), v_mul(a, a)))));
+    return v_copysign(y, x);
+}
+
+#endif
