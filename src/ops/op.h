@@ -120,6 +120,11 @@ typedef struct fe_cost {
     double flops, bytes;
 } fe_cost;
 
+/* Which measured memory figure a memory-bound op is judged against in bench/: streaming
+ * ops that read and write (elementwise) against a STREAM triad, reductions that mostly read
+ * (norms, softmax) against the read bandwidth. */
+typedef enum { FE_ROOF_TRIAD = 0, FE_ROOF_READ, FE_ROOF_COMPUTE } fe_roof;
+
 /* A test case: dims feed the op's `operands_for` (which builds operand descriptors), params
  * override defaults. The catalog also varies the last dim around each kernel's tile. */
 typedef struct fe_case {
@@ -157,6 +162,7 @@ struct fe_op {
     const fe_case *cases;
     int n_cases;
     double rtol, atol; /* |got - ref| <= atol + rtol * |ref| */
+    fe_roof roof;
 };
 
 /* Index of a named param / tunable / extent / value in a declaration; -1 when absent. */
