@@ -1,0 +1,121 @@
+/* tests/support/testing.c: shared test helpers (see testing.h). */
+#include "testing.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t test_rng_next(test_rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double test_rng_uniform(test_rng *r, double lo, double hi) {
+    return lo + (hi - lo) * ((double)(test_rng_next(r) >> 11) / 9007199254740992.0);
+}
+
+int64_t test_span(const fe_tensor *t) {
+    if (t->rank == 0) return 0;
+    int64_t s = 1;
+    for (int i = 0; i < t->rank; i++) s += (t->shape[i] - 1) * t->stride[i];
+    return s;
+}
+
+bool test_buf_alloc(test_buf *b, const fe_tensor *t) {
+    b->bytes = (size_t)test_span(t) * fe_dtype_info(t->dtype)->size;
+    b->mem = NULL;
+    if (posix_memalign((void **)&b->mem, 64, b->bytes + TEST_GUARD_BYTES) != 0) return false;
+    memset(b->mem + b->bytes, 0xA5, TEST_GUARD_BYTES);
+    return true;
+}
+
+void test_buf_free(test_buf *b) {
+    free(b->mem);
+    b->mem = NULL;
+}
+
+bool test_buf_guard_intact(const test_buf *b) {
+    for (size_t i = 0; i < TEST_GUARD_BYTES; i++)
+        if (b->mem[b->bytes + i] != 0xA5) return false;
+    return true;
+}
+
+void test_buf_draw(test_buf *b, fe_dtype dt, double lo, double hi, test_rng *r) {
+    size_t n = b->bytes / fe_dtype_info(dt)->size;
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)test_rng_uniform(r, lo, hi);
+        switch (dt) {
+        case FE_DTYPE_F32:
+            memcpy(b->mem + 4 * i, &f, 4);
+            break;
+        case FE_DTYPE_BF16: {
+            uint16_t h = fe_f32_to_bf16(f);
+            memcpy(b->mem + 2 * i, &h, 2);
+            break;
+        }
+        case FE_DTYPE_F16: {
+            uint16_t h = fe_f32_to_f16(f);
+            memcpy(b->mem + 2 * i, &h, 2);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (!fe_dtype_info(dt)->is_float)
+        for (size_t i = 0; i < b->bytes; i++) b->mem[i] = (unsigned char)test_rng_next(r);
+}
+
+void test_buf_fill(test_buf *b, unsigned char byte) { memset(b->mem, byte, b->bytes); }
+
+static double load_float(const unsigned char *p, fe_dtype dt, size_t i) {
+    uint16_t h;
+    float f;
+    switch (dt) {
+    case FE_DTYPE_F32:
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    case FE_DTYPE_BF16:
+        memcpy(&h, p + 2 * i, 2);
+        return fe_bf16_to_f32(h);
+    default:
+        memcpy(&h, p + 2 * i, 2);
+        return fe_f16_to_f32(h);
+    }
+}
+
+bool test_close(const test_buf *got, const test_buf *ref, fe_dtype dt, double rtol, double atol,
+                char *why, size_t why_n, double *max_err) {
+    bool exact = (rtol == 0 && atol == 0) || !fe_dtype_info(dt)->is_float;
+    if (max_err) *max_err = 0;
+    if (exact) {
+        for (size_t i = 0; i < got->bytes; i++)
+            if (got->mem[i] != ref->mem[i]) {
+                snprintf(why, why_n, "byte %zu differs: got 0x%02x, reference 0x%02x", i,
+                         got->mem[i], ref->mem[i]);
+                return false;
+            }
+        return true;
+    }
+    size_t n = got->bytes / fe_dtype_info(dt)->size;
+    for (size_t i = 0; i < n; i++) {
+        double g = load_float(got->mem, dt, i), r = load_float(ref->mem, dt, i);
+        if (isnan(r) && isnan(g)) continue;
+        double err = fabs(g - r);
+        if (max_err && err > *max_err && isfinite(err)) *max_err = err;
+        if (!(err <= atol + rtol * fabs(r)) && !(g == r)) {
+            snprintf(why, why_n, "element %zu: got %.9g, reference %.9g (|diff| %.3g > %.3g)", i,
+                     g, r, err, atol + rtol * fabs(r));
+            return false;
+        }
+    }
+    return true;
+}
+
+bool test_extensive(void) {
+    const char *e = getenv("FERRUM_EXTENSIVE");
+    return e && *e && strcmp(e, "0") != 0;
+}
