@@ -6,12 +6,19 @@
 #include <string.h>
 
 static atomic_long alloc_count;
+static atomic_long failures;
 static long fail_at; /* 0: never fail */
 
 static int should_fail(void) {
     long k = atomic_fetch_add(&alloc_count, 1) + 1;
-    return fail_at > 0 && k >= fail_at;
+    if (fail_at > 0 && k >= fail_at) {
+        atomic_fetch_add(&failures, 1);
+        return 1;
+    }
+    return 0;
 }
+
+long fe_alloc_failures(void) { return atomic_load(&failures); }
 
 long fe_alloc_fail_at(long n) {
     long made = atomic_exchange(&alloc_count, 0);

@@ -19,5 +19,8 @@ char *fe_strdup(const char *s);
  * Returns how many allocations were made since the last call. Not thread-safe by design:
  * arm it only while one thread allocates. */
 long fe_alloc_fail_at(long n);
+/* Allocations that have failed since the process started (a parser that loses the cause of
+ * its failure, like jansson, can tell out-of-memory from malformed input this way). */
+long fe_alloc_failures(void);
 
 #endif

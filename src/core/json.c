@@ -16,9 +16,10 @@ fe_status fe_json_parse(const char *text, size_t len, const char *what, json_t *
     pthread_once(&hook_once, install_hook);
     *out = NULL;
     json_error_t je;
+    long failures = fe_alloc_failures();
     json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!j) {
-        if (json_error_code(&je) == json_error_out_of_memory)
+        if (json_error_code(&je) == json_error_out_of_memory || fe_alloc_failures() != failures)
             return fe_error_set(err, FE_E_NOMEM, "%s: out of memory while parsing JSON", what);
         return fe_error_set(err, FE_E_FORMAT, "%s: not valid JSON at line %d, column %d: %s",
                             what, je.line, je.column, je.text);

@@ -1,0 +1,127 @@
+/* tests/test_device.c: the CPU device: features agree with the ISA chosen, the ISA cap and
+ * worker count are honoured, bad options are refused with a message, and the pool runs
+ * steps on their width with a barrier between steps, over many dispatches. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ferrum/device.h"
+
+static void features_agree_with_the_isa(void **s) {
+    (void)s;
+    fe_device *dev = NULL;
+    fe_error err;
+    fe_device_options o = fe_device_options_default();
+    o.max_isa = -1;
+    assert_int_equal(fe_device_create(&o, &dev, &err), FE_OK);
+    const fe_device_info *in = fe_device_get_info(dev);
+    const fe_cpu_features *f = &in->features;
+    if (in->best_isa == FE_ISA_AVX512) assert_true(f->avx512f && f->avx512bw && f->avx512vl);
+    if (in->best_isa >= FE_ISA_AVX2) assert_true(f->avx2 && f->fma);
+    assert_true(in->isa <= in->best_isa);
+    assert_true(in->n_workers >= 1 && in->n_cores >= 1);
+    char line[512];
+    fe_device_describe(dev, line, sizeof line);
+    assert_non_null(strstr(line, in->cpu_name));
+    assert_non_null(strstr(line, fe_isa_name(in->isa)));
+    fe_device_destroy(dev);
+}
+
+static void isa_cap_and_workers_are_honoured(void **s) {
+    (void)s;
+    for (int isa = 0; isa < FE_ISA_COUNT; isa++) {
+        fe_device_options o = {.n_workers = 3, .max_isa = isa, .pin = false};
+        fe_device *dev = NULL;
+        assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+        const fe_device_info *in = fe_device_get_info(dev);
+        assert_int_equal(in->n_workers, 3);
+        assert_true((int)in->isa <= isa);
+        fe_device_destroy(dev);
+    }
+    fe_isa x;
+    assert_int_equal(fe_isa_from_name("avx2", &x), FE_OK);
+    assert_int_equal(x, FE_ISA_AVX2);
+    assert_int_equal(fe_isa_from_name("sse9", &x), FE_E_NOTFOUND);
+}
+
+static void bad_options_are_refused(void **s) {
+    (void)s;
+    fe_device *dev = (fe_device *)1;
+    fe_error err;
+    fe_device_options o = {.n_workers = -2, .max_isa = -1};
+    assert_int_equal(fe_device_create(&o, &dev, &err), FE_E_INVALID);
+    assert_null(dev);
+    assert_non_null(strstr(err.message, "n_workers"));
+    o = (fe_device_options){.n_workers = 1, .max_isa = 7};
+    assert_int_equal(fe_device_create(&o, &dev, &err), FE_E_INVALID);
+    assert_non_null(strstr(err.message, "max_isa"));
+}
+
+typedef struct {
+    int n;
+    atomic_int ran[16];
+    int slot[16];
+    long total;
+    long rounds_ok;
+} pool_check;
+
+static void write_slots(void *ctx, int ith, int nth) {
+    pool_check *p = ctx;
+    atomic_fetch_add(&p->ran[ith], 1);
+    p->slot[ith] = ith + 1 + nth * 100;
+}
+
+/* worker 0 reads what every worker wrote in the step before: the barrier must order them */
+static void sum_slots(void *ctx, int ith, int nth) {
+    pool_check *p = ctx;
+    (void)nth;
+    if (ith != 0) return;
+    long want = 0, got = 0;
+    for (int i = 0; i < p->n; i++) {
+        want += i + 1 + p->n * 100;
+        got += p->slot[i];
+        p->slot[i] = 0;
+    }
+    p->total += got;
+    p->rounds_ok += got == want;
+}
+
+static void pool_runs_steps_on_their_width_with_barriers(void **s) {
+    (void)s;
+    for (int workers = 1; workers <= 4; workers++) {
+        fe_device_options o = {.n_workers = workers, .max_isa = -1, .pin = workers <= 2};
+        fe_device *dev = NULL;
+        assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+        pool_check p = {.n = workers};
+        fe_step steps[3] = {{write_slots, &p, workers}, {sum_slots, &p, workers},
+                            {write_slots, &p, 1}};
+        uint64_t before = fe_device_dispatch_count(dev);
+        const int rounds = 20000;
+        for (int r = 0; r < rounds; r++) fe_device_dispatch(dev, steps, 2);
+        assert_int_equal(p.rounds_ok, rounds);
+        for (int i = 0; i < workers; i++) assert_int_equal(atomic_load(&p.ran[i]), rounds);
+        /* a step of width 1 runs on worker 0 only; a width past the pool is clamped */
+        fe_device_dispatch(dev, &steps[2], 1);
+        assert_int_equal(atomic_load(&p.ran[0]), rounds + 1);
+        if (workers > 1) assert_int_equal(atomic_load(&p.ran[1]), rounds);
+        fe_step wide = {write_slots, &p, 64};
+        fe_device_dispatch(dev, &wide, 1);
+        assert_int_equal(atomic_load(&p.ran[workers - 1]), rounds + 1 + (workers == 1));
+        assert_int_equal(fe_device_dispatch_count(dev) - before, rounds + 2);
+        fe_device_destroy(dev);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(features_agree_with_the_isa),
+        cmocka_unit_test(isa_cap_and_workers_are_honoured),
+        cmocka_unit_test(bad_options_are_refused),
+        cmocka_unit_test(pool_runs_steps_on_their_width_with_barriers),
+    };
+    return cmocka_run_group_tests_name("device", tests, NULL, NULL);
+}
