@@ -40,7 +40,7 @@ FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 
 SETUP_STAMP := $(BUILD)/.setup-done
 
-.PHONY: all test test-extensive bench asan ubsan fuzz run clean setup
+.PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup
 all: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(BUILD)/ferrum
 
 # scripts/setup installs missing Debian packages; rerun whenever it changes.
@@ -64,13 +64,15 @@ $(BUILD)/libferrum.so: $(LIB_OBJ)
 $(BUILD)/ferrum: $(APP_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $(APP_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB_OBJ) $(BUILD)/libferrum.a
-	$(CC) $(SAN) -o $@ $< $(TEST_LIB_OBJ) $(BUILD)/libferrum.a -lcmocka $(LDLIBS)
+# The CLI's objects (all but main) are linked into tests, so test_cli drives it in-process.
+CLI_OBJ := $(filter-out $(BUILD)/apps/ferrum/main.o,$(APP_OBJ))
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $< $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a -lcmocka $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $< $(BUILD)/libferrum.a $(LDLIBS)
 
-test: all $(TEST_BIN)
+test: all $(TEST_BIN) fuzz-smoke
 	FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
 
 test-extensive: all $(TEST_BIN)
@@ -91,7 +93,13 @@ build-fuzz/%: fuzz/%.c $(LIB_SRC) | $(SETUP_STAMP)
 	@mkdir -p $(@D)
 	$(MAKE) BUILD=build-fuzz/lib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/lib/libferrum.a
 	clang -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< build-fuzz/lib/libferrum.a $(LDLIBS)
+	  -o $@ $< $(filter-out apps/ferrum/main.c,$(APP_SRC)) build-fuzz/lib/libferrum.a $(LDLIBS)
+# A short run of every fuzzer over its seed corpus, part of `make test` (log in build-fuzz/).
+fuzz-smoke: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
+	  if $$f -runs=2000 build-fuzz/corpus/$$n fuzz/corpus/$$n > build-fuzz/$$n.log 2>&1; \
+	  then echo "fuzz $$n: 2000 inputs, no crash"; \
+	  else tail -30 build-fuzz/$$n.log; echo "fuzz $$n: FAILED (build-fuzz/$$n.log)"; exit 1; fi; done
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
 	  echo "== $$n"; $$f -runs=$${FUZZ_RUNS:-20000} build-fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done

@@ -1,1 +1,7 @@
-int main(void) { return 0; }
+/* apps/ferrum/main.c: the ferrum executable: hands argv to the CLI (cli.c). */
+#include "cli.h"
+
+int main(int argc, char **argv) {
+    fe_cli_io io = {stdout, stderr};
+    return fe_cli_main(argc, argv, &io);
+}

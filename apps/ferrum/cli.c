@@ -1,0 +1,45 @@
+/* apps/ferrum/cli.c: subcommand dispatch, top-level --help and --version. */
+#include "cli.h"
+
+#include <string.h>
+
+#include "ferrum/core.h"
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv, const fe_cli_io *io);
+} command;
+
+static const command commands[] = {
+    {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ferrum [--version] [--help] COMMAND [ARGS]\n\n"
+               "ferrum runs transformer language models as graphs of declared operators.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`ferrum COMMAND --help` describes a command.\n");
+}
+
+int fe_cli_main(int argc, char **argv, const fe_cli_io *io) {
+    if (argc < 2) {
+        usage(io->err);
+        return FE_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(io->out);
+        return FE_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        fprintf(io->out, "ferrum %s\n", FE_VERSION);
+        return FE_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1, io);
+    fprintf(io->err, "ferrum: unknown command \"%s\"; `ferrum --help` lists the commands\n", cmd);
+    return FE_EXIT_USAGE;
+}

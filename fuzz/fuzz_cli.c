@@ -1,0 +1,28 @@
+/* fuzz/fuzz_cli.c: libFuzzer target for the command line. The input is split at NUL bytes
+ * into up to 16 arguments; whatever they say, the CLI must answer with an exit code. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../apps/ferrum/cli.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static FILE *sink;
+    if (!sink) sink = fopen("/dev/null", "w");
+    char buf[4096];
+    if (size >= sizeof buf) size = sizeof buf - 1;
+    memcpy(buf, data, size);
+    buf[size] = '\0';
+    char *argv[18] = {"ferrum"};
+    int argc = 1;
+    for (size_t i = 0; i <= size && argc < 17;) {
+        argv[argc++] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    argv[argc] = NULL;
+    fe_cli_io io = {sink, sink};
+    int code = fe_cli_main(argc, argv, &io);
+    return code >= 0 && code <= 2 ? 0 : (__builtin_trap(), 0);
+}

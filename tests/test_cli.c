@@ -1,0 +1,100 @@
+/* tests/test_cli.c: the ferrum command line: --version, --help on every command, `ferrum ops`
+ * listing every registered operator with its domains, and bad input answered with a message
+ * and exit status 2, never a crash. Drives the CLI entry point in-process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../apps/ferrum/cli.h"
+#include "ops/op.h"
+
+typedef struct {
+    int code;
+    char out[1 << 17], err[4096];
+} cli_result;
+
+static cli_result res;
+
+static void run(int argc, const char **argv) {
+    FILE *o = tmpfile(), *e = tmpfile();
+    assert_non_null(o);
+    assert_non_null(e);
+    fe_cli_io io = {o, e};
+    res.code = fe_cli_main(argc, (char **)argv, &io);
+    size_t n;
+    rewind(o);
+    n = fread(res.out, 1, sizeof res.out - 1, o);
+    res.out[n] = '\0';
+    rewind(e);
+    n = fread(res.err, 1, sizeof res.err - 1, e);
+    res.err[n] = '\0';
+    fclose(o);
+    fclose(e);
+}
+
+#define RUN(...)                                              \
+    do {                                                      \
+        const char *argv_[] = {"ferrum", __VA_ARGS__};        \
+        run((int)(sizeof argv_ / sizeof argv_[0]), argv_);    \
+    } while (0)
+
+static void version_and_help(void **s) {
+    (void)s;
+    RUN("--version");
+    assert_int_equal(res.code, 0);
+    assert_non_null(strstr(res.out, FE_VERSION));
+    RUN("--help");
+    assert_int_equal(res.code, 0);
+    assert_non_null(strstr(res.out, "ops"));
+    RUN("ops", "--help");
+    assert_int_equal(res.code, 0);
+    assert_non_null(strstr(res.out, "usage: ferrum ops"));
+    const char *argv0[] = {"ferrum"};
+    run(1, argv0);
+    assert_int_equal(res.code, 2);
+    assert_non_null(strstr(res.err, "usage"));
+}
+
+static void ops_lists_every_operator_with_domains(void **s) {
+    (void)s;
+    RUN("ops");
+    assert_int_equal(res.code, 0);
+    for (int i = 0; i < fe_op_count(); i++) {
+        char head[96];
+        snprintf(head, sizeof head, "%s: ", fe_op_name(fe_op_at(i)));
+        if (!strstr(res.out, head)) fail_msg("`ferrum ops` does not list %s", fe_op_name(fe_op_at(i)));
+    }
+    assert_non_null(strstr(res.out, "WIDTH"));
+    assert_non_null(strstr(res.out, "CHOICES("));
+    RUN("ops", "--names", "axpy");
+    assert_int_equal(res.code, 0);
+    assert_string_equal(res.out, "AXPY\n");
+}
+
+static void bad_input_is_answered_not_crashed(void **s) {
+    (void)s;
+    RUN("fly");
+    assert_int_equal(res.code, 2);
+    assert_non_null(strstr(res.err, "unknown command \"fly\""));
+    RUN("ops", "NoSuchOp");
+    assert_int_equal(res.code, 2);
+    assert_non_null(strstr(res.err, "no operator named \"NoSuchOp\""));
+    RUN("ops", "--frobnicate");
+    assert_int_equal(res.code, 2);
+    assert_non_null(strstr(res.err, "unknown option"));
+    RUN("");
+    assert_int_equal(res.code, 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(version_and_help),
+        cmocka_unit_test(ops_lists_every_operator_with_domains),
+        cmocka_unit_test(bad_input_is_answered_not_crashed),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
