@@ -159,7 +159,7 @@ static inline vf v_zero(void) { return v_set1(0.0f); }
 
 /* e^x, x clamped to [-87.3, 88.37] (results past that saturate near 1e-38 and 2.4e38). */
 static inline vf v_exp(vf x) {
-    x = v_min(v_max(x, v_set1(-87.3365f)), v_set1(88.3762f));
+    x = v_min(v_set1(88.3762f), v_max(v_set1(-87.3365f), x)); /* NaN stays NaN: max/min return their second operand on NaN */
     vf n = v_min(v_round(v_mul(x, v_set1(1.44269504088896341f))), v_set1(127.0f));
     vf r = v_fma(n, v_set1(-0.693359375f), x);
     r = v_fma(n, v_set1(2.12194440e-4f), r);
