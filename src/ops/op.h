@@ -134,6 +134,7 @@ typedef struct fe_case {
     fe_setting params[FE_MAX_PARAMS];
     int n_params;
     double lo, hi;  /* inputs drawn uniform in [lo, hi]; both 0 means [-3, 3] */
+    unsigned absent; /* bit i: optional operand i is left out (operands_for gives rank 0) */
     bool extensive; /* only in make test-extensive */
     bool bench;     /* a shape the benchmarks run */
 } fe_case;

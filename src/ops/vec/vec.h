@@ -131,7 +131,8 @@ static inline vf v_add(vf a, vf b) { return a + b; }
 static inline vf v_sub(vf a, vf b) { return a - b; }
 static inline vf v_mul(vf a, vf b) { return a * b; }
 static inline vf v_div(vf a, vf b) { return a / b; }
-static inline vf v_fma(vf a, vf b, vf c) { return fmaf(a, b, c); }
+/* unfused: baseline x86-64 has no FMA and libm's fmaf is emulated in software */
+static inline vf v_fma(vf a, vf b, vf c) { return a * b + c; }
 static inline vf v_max(vf a, vf b) { return a > b ? a : b; }
 static inline vf v_min(vf a, vf b) { return a < b ? a : b; }
 static inline vf v_sqrt(vf a) { return sqrtf(a); }
