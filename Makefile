@@ -40,6 +40,9 @@ FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 
 SETUP_STAMP := $(BUILD)/.setup-done
 
+# keep objects between runs (test binaries are built from intermediates)
+.SECONDARY:
+
 .PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup
 all: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(BUILD)/ferrum
 
