@@ -53,18 +53,26 @@ typedef enum fe_dtype {
     FE_DTYPE_I32,
     FE_DTYPE_I8,
     FE_DTYPE_U8,
+    /* GGUF block-quantized weights: 32 elements a block, a scale (and a min) per block.
+     * A tensor of these has its innermost axis contiguous and a multiple of 32 long. */
+    FE_DTYPE_Q8_0, /* f16 scale d, 32 x i8 q: x = d * q (34 bytes) */
+    FE_DTYPE_Q4_0, /* f16 scale d, 16 bytes of nibbles: x = d * (q - 8) (18 bytes) */
+    FE_DTYPE_Q4_1, /* f16 scale d, f16 min m, 16 bytes of nibbles: x = d * q + m (20 bytes) */
     FE_DTYPE_COUNT
 } fe_dtype;
 
 typedef struct fe_dtype_traits {
-    const char *name; /* "f32", "bf16", ... */
-    size_t size;      /* bytes per element */
+    const char *name; /* "f32", "bf16", "q8_0", ... */
+    size_t size;      /* bytes per element, or per block for block types */
+    int block;        /* elements per block: 1 for plain types, 32 for q8_0/q4_0/q4_1 */
     bool is_float;
     bool is_signed;
 } fe_dtype_traits;
 
 /* Traits of a dtype; NULL when `t` is not a dtype. */
 FE_API const fe_dtype_traits *fe_dtype_info(fe_dtype t);
+/* Bytes that n elements take (n a multiple of the block for block types). */
+FE_API size_t fe_dtype_bytes(fe_dtype t, int64_t n);
 /* The dtype named `name` ("f32", "bf16"...). FE_E_NOTFOUND when there is none. */
 FE_API fe_status fe_dtype_from_name(const char *name, fe_dtype *out);
 

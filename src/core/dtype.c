@@ -7,13 +7,22 @@
 #include "core/error.h"
 
 static const fe_dtype_traits traits[FE_DTYPE_COUNT] = {
-    [FE_DTYPE_F32] = {.name = "f32", .size = 4, .is_float = true, .is_signed = true},
-    [FE_DTYPE_BF16] = {.name = "bf16", .size = 2, .is_float = true, .is_signed = true},
-    [FE_DTYPE_F16] = {.name = "f16", .size = 2, .is_float = true, .is_signed = true},
-    [FE_DTYPE_I32] = {.name = "i32", .size = 4, .is_float = false, .is_signed = true},
-    [FE_DTYPE_I8] = {.name = "i8", .size = 1, .is_float = false, .is_signed = true},
-    [FE_DTYPE_U8] = {.name = "u8", .size = 1, .is_float = false, .is_signed = false},
+    [FE_DTYPE_F32] = {.name = "f32", .size = 4, .block = 1, .is_float = true, .is_signed = true},
+    [FE_DTYPE_BF16] = {.name = "bf16", .size = 2, .block = 1, .is_float = true, .is_signed = true},
+    [FE_DTYPE_F16] = {.name = "f16", .size = 2, .block = 1, .is_float = true, .is_signed = true},
+    [FE_DTYPE_I32] = {.name = "i32", .size = 4, .block = 1, .is_float = false, .is_signed = true},
+    [FE_DTYPE_I8] = {.name = "i8", .size = 1, .block = 1, .is_float = false, .is_signed = true},
+    [FE_DTYPE_U8] = {.name = "u8", .size = 1, .block = 1, .is_float = false, .is_signed = false},
+    [FE_DTYPE_Q8_0] = {.name = "q8_0", .size = 34, .block = 32, .is_float = true, .is_signed = true},
+    [FE_DTYPE_Q4_0] = {.name = "q4_0", .size = 18, .block = 32, .is_float = true, .is_signed = true},
+    [FE_DTYPE_Q4_1] = {.name = "q4_1", .size = 20, .block = 32, .is_float = true, .is_signed = true},
 };
+
+size_t fe_dtype_bytes(fe_dtype t, int64_t n) {
+    const fe_dtype_traits *tr = fe_dtype_info(t);
+    if (!tr || n <= 0) return 0;
+    return (size_t)(n / tr->block) * tr->size;
+}
 
 const fe_dtype_traits *fe_dtype_info(fe_dtype t) {
     if ((unsigned)t >= FE_DTYPE_COUNT) return NULL;

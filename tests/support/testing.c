@@ -25,7 +25,7 @@ int64_t test_span(const fe_tensor *t) {
 }
 
 bool test_buf_alloc(test_buf *b, const fe_tensor *t) {
-    b->bytes = (size_t)test_span(t) * fe_dtype_info(t->dtype)->size;
+    b->bytes = fe_dtype_bytes(t->dtype, test_span(t));
     b->mem = NULL;
     if (posix_memalign((void **)&b->mem, 64, b->bytes + TEST_GUARD_BYTES) != 0) return false;
     memset(b->mem + b->bytes, 0xA5, TEST_GUARD_BYTES);
@@ -43,7 +43,29 @@ bool test_buf_guard_intact(const test_buf *b) {
     return true;
 }
 
+/* Random quants with scales (and mins) that make elements span about [lo, hi]. */
+static void draw_blocks(test_buf *b, fe_dtype dt, double lo, double hi, test_rng *r) {
+    const fe_dtype_traits *tr = fe_dtype_info(dt);
+    double mag = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
+    for (size_t blk = 0; blk < b->bytes / tr->size; blk++) {
+        unsigned char *p = b->mem + blk * tr->size;
+        for (size_t i = 0; i < tr->size; i++) p[i] = (unsigned char)test_rng_next(r);
+        double q_max = dt == FE_DTYPE_Q8_0 ? 127 : dt == FE_DTYPE_Q4_0 ? 8 : 15;
+        double span = dt == FE_DTYPE_Q4_1 ? hi - lo : mag;
+        uint16_t d = fe_f32_to_f16((float)(test_rng_uniform(r, 0.5, 1.0) * span / q_max));
+        memcpy(p, &d, 2);
+        if (dt == FE_DTYPE_Q4_1) {
+            uint16_t m = fe_f32_to_f16((float)lo);
+            memcpy(p + 2, &m, 2);
+        }
+    }
+}
+
 void test_buf_draw(test_buf *b, fe_dtype dt, double lo, double hi, test_rng *r) {
+    if (fe_dtype_info(dt)->block > 1) {
+        draw_blocks(b, dt, lo, hi, r);
+        return;
+    }
     size_t n = b->bytes / fe_dtype_info(dt)->size;
     for (size_t i = 0; i < n; i++) {
         float f = (float)test_rng_uniform(r, lo, hi);
@@ -89,7 +111,8 @@ static double load_float(const unsigned char *p, fe_dtype dt, size_t i) {
 
 bool test_close(const test_buf *got, const test_buf *ref, fe_dtype dt, double rtol, double atol,
                 char *why, size_t why_n, double *max_err) {
-    bool exact = (rtol == 0 && atol == 0) || !fe_dtype_info(dt)->is_float;
+    bool exact = (rtol == 0 && atol == 0) || !fe_dtype_info(dt)->is_float ||
+                 fe_dtype_info(dt)->block > 1;
     if (max_err) *max_err = 0;
     if (exact) {
         for (size_t i = 0; i < got->bytes; i++)
