@@ -69,11 +69,19 @@ typedef struct fe_operand_decl {
     double draw_lo, draw_hi; /* how tests draw it when lo < hi (else the case's range) */
 } fe_operand_decl;
 
+/* How a graph derives a per-call value when the op call does not give it: from the bound a
+ * view carries on one operand's axis (fe_bound). BOUND: the value is that bound. FLAT: the
+ * bound times the sizes of the axes after it (a prefix of the flattened operand). NONE: only
+ * given explicitly (a position, an offset); otherwise it takes its default. */
+typedef enum { FE_MAP_BOUND = 0, FE_MAP_FLAT, FE_MAP_NONE } fe_value_map;
+
 typedef struct fe_value_decl {
     const char *name;
     const char *extent; /* the value lies in [min, extent]; its default is the extent */
     int64_t min;
     const char *doc;
+    int operand, axis;  /* the operand axis whose bound the value follows */
+    fe_value_map map;
 } fe_value_decl;
 
 /* A resolved design: what one compiled kernel is, whatever its extents. */

@@ -7,7 +7,7 @@ const fe_tunable_decl fe_elementwise_tunables[2] = {
                    false, "non-temporal stores (on when the output outgrows the LLC)"},
 };
 const fe_value_decl fe_elementwise_flat_values[1] = {
-    {"n", "N", 0, "elements to compute: the first n"}};
+    {"n", "N", 0, "elements to compute: the first n", 0, 0, FE_MAP_FLAT}};
 const fe_value_decl fe_elementwise_row_values[1] = {
     {"rows", "rows", 0, "rows to compute: the first rows"}};
 const char *const fe_elementwise_flat_extents[1] = {"N"};

@@ -19,7 +19,7 @@ static const fe_operand_decl operands[] = {
 static const char *const extents[] = {"d0", "d1", "d2", "d3"};
 
 static const fe_value_decl values[] = {
-    {"rows", "d0", 0, "the first rows along axis 0 to copy"},
+    {"rows", "d0", 0, "the first rows along axis 0 to copy", 0, 0, FE_MAP_BOUND},
 };
 
 static fe_status infer(fe_op_ctx *c) {

@@ -23,7 +23,8 @@ static const fe_operand_decl operands[] = {
 static const char *const extents[] = {"batch", "R", "C"};
 
 static const fe_value_decl values[] = {
-    {"batches", "batch", 0, "the first matrices (leading axes flattened) to transpose"},
+    {"batches", "batch", 0, "the first matrices (leading axes flattened) to transpose", 0, 0,
+     FE_MAP_BOUND},
 };
 
 static fe_status infer(fe_op_ctx *c) {

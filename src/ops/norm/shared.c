@@ -14,9 +14,10 @@ const fe_tunable_decl fe_norm_tunables[2] = {
 };
 const char *const fe_norm_extents[2] = {"rows", "cols"};
 const fe_value_decl fe_norm_values[2] = {
-    [NORM_V_ROWS] = {"rows", "rows", 0, "rows to compute: the first rows"},
+    [NORM_V_ROWS] = {"rows", "rows", 0, "rows to compute: the first rows", 0, 0, FE_MAP_BOUND},
     [NORM_V_VALID] = {"valid_cols", "cols", 1,
-                      "columns each row spans: the first valid_cols; the rest are written 0"},
+                      "columns each row spans: the first valid_cols; the rest are written 0", 0, 1,
+                      FE_MAP_BOUND},
 };
 
 fe_status fe_norm_infer(fe_op_ctx *c) {
