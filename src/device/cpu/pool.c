@@ -128,6 +128,14 @@ fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err) {
             return NULL;
         }
     }
+    if (pin && p->n > 1) {
+        /* the creating thread is worker 0: left free, the OS may put it beside worker 1 and
+         * halve the bandwidth of a dispatch (seen in bench/bench_memory) */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+    }
     for (int i = 1; i < p->n; i++) {
         worker_arg *wa = fe_malloc(sizeof *wa);
         if (!wa) {

@@ -10,7 +10,8 @@
 
 typedef struct fe_pool fe_pool;
 
-/* NULL when threads or memory cannot be had; `pin` pins worker i to CPU i mod n_cpus. */
+/* NULL when threads or memory cannot be had; `pin` pins worker i to CPU i mod n_cpus, the
+ * creating thread (worker 0, which must be the dispatching thread) included. */
 fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err);
 void fe_pool_destroy(fe_pool *p);
 void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps);

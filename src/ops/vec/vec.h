@@ -35,6 +35,11 @@ static inline void v_stream(float *p, vf v) {
     if (((uintptr_t)p & 63) == 0) _mm512_stream_ps(p, v);
     else _mm512_storeu_ps(p, v);
 }
+/* elements before p reaches the alignment v_stream streams at (< VW): a loop that first
+ * stores that many with v_store_n streams every full vector after */
+static inline int64_t v_stream_head(const float *p) {
+    return (int64_t)(((64 - ((uintptr_t)p & 63)) & 63) / sizeof(float));
+}
 static inline vf v_set1(float x) { return _mm512_set1_ps(x); }
 static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
@@ -81,6 +86,9 @@ static inline void v_stream(float *p, vf v) {
     if (((uintptr_t)p & 31) == 0) _mm256_stream_ps(p, v);
     else _mm256_storeu_ps(p, v);
 }
+static inline int64_t v_stream_head(const float *p) {
+    return (int64_t)(((32 - ((uintptr_t)p & 31)) & 31) / sizeof(float));
+}
 static inline vf v_set1(float x) { return _mm256_set1_ps(x); }
 static inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
@@ -126,6 +134,7 @@ static inline void v_store(float *p, vf v) { *p = v; }
 static inline vf v_load_n(const float *p, int64_t n) { return n > 0 ? *p : 0.0f; }
 static inline void v_store_n(float *p, vf v, int64_t n) { if (n > 0) *p = v; }
 static inline void v_stream(float *p, vf v) { *p = v; }
+static inline int64_t v_stream_head(const float *p) { (void)p; return 0; }
 static inline vf v_set1(float x) { return x; }
 static inline vf v_add(vf a, vf b) { return a + b; }
 static inline vf v_sub(vf a, vf b) { return a - b; }

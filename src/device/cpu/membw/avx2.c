@@ -1,0 +1,2 @@
+/* device/cpu/membw/avx2.c: the bandwidth loops built for avx2 (see kernels.inc). */
+#include "device/cpu/membw/kernels.inc"
