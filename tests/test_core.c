@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json.h"
+#include "ops/quant/quant.h"
 
 static float bits_f(uint32_t u) {
     float f;
@@ -189,6 +190,34 @@ static void allocation_hook_fails_the_nth_call(void **s) {
     fe_alloc_fail_at(0);
 }
 
+/* Encoding then decoding a block stays within half a quantization step of the input. */
+static void quant_blocks_round_trip(void **s) {
+    (void)s;
+    float x[64], y[64];
+    unsigned char blocks[2 * 34];
+    for (int i = 0; i < 64; i++) x[i] = (float)sin(i * 0.7) * (i < 32 ? 1.0f : 0.01f);
+    fe_dtype types[3] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
+    for (int t = 0; t < 3; t++) {
+        assert_true(fe_quant_row(types[t], x, blocks, 64));
+        assert_true(fe_dequant_row(types[t], blocks, y, 64));
+        for (int b = 0; b < 2; b++) {
+            float amax = 0, mn = x[b * 32], mx = x[b * 32];
+            for (int j = 0; j < 32; j++) {
+                amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+                mn = fminf(mn, x[b * 32 + j]);
+                mx = fmaxf(mx, x[b * 32 + j]);
+            }
+            float step = t == 0 ? amax / 127 : t == 1 ? amax / 8 : (mx - mn) / 15;
+            for (int j = 0; j < 32; j++)
+                if (fabsf(y[b * 32 + j] - x[b * 32 + j]) > step * 0.51f + 1e-3f * amax)
+                    fail_msg("%s element %d: %g -> %g (step %g)", fe_dtype_info(types[t])->name,
+                             b * 32 + j, x[b * 32 + j], y[b * 32 + j], step);
+        }
+    }
+    assert_false(fe_quant_row(FE_DTYPE_I8, x, blocks, 32));
+    assert_false(fe_dequant_row(FE_DTYPE_I32, blocks, y, 32));
+}
+
 static void timer_is_monotonic(void **s) {
     (void)s;
     uint64_t a = fe_time_ns(), b = fe_time_ns();
@@ -205,6 +234,7 @@ int main(void) {
         cmocka_unit_test(hash_keys_follow_fields),
         cmocka_unit_test(json_errors_name_line_and_column),
         cmocka_unit_test(allocation_hook_fails_the_nth_call),
+        cmocka_unit_test(quant_blocks_round_trip),
         cmocka_unit_test(timer_is_monotonic),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);

@@ -18,6 +18,8 @@ struct fe_kernel {
     fe_tensor operands[FE_MAX_OPERANDS]; /* compiled shapes and dtypes */
     int64_t ext[FE_MAX_EXTENTS];
     int width;
+    void *ws;       /* the op's workspace, sized at create for the full extents */
+    size_t ws_bytes;
     fe_args args; /* bound per run; kept here so a run allocates nothing */
     fe_error err;
 };
@@ -220,11 +222,29 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
         fe_free(k);
         return fe_op_refuse(&c, FE_E_NOMEM, "out of memory hashing the design");
     }
+    if (op->workspace) {
+        fe_args full = {0};
+        for (int i = 0; i < op->n_operands; i++) full.t[i] = k->operands[i];
+        memcpy(full.ext, k->ext, sizeof full.ext);
+        for (int i = 0; i < op->n_values; i++)
+            full.v[i] = k->ext[fe_op_extent_index(op, op->values[i].extent)];
+        k->ws_bytes = op->workspace(&full, d, k->width);
+        k->ws = k->ws_bytes ? fe_aligned_alloc(64, k->ws_bytes) : NULL;
+        if (k->ws_bytes && !k->ws) {
+            fe_free(k);
+            return fe_op_refuse(&c, FE_E_NOMEM, "out of memory for a %zu-byte workspace",
+                                k->ws_bytes);
+        }
+    }
     *out = k;
     return FE_OK;
 }
 
-void fe_kernel_destroy(fe_kernel *k) { fe_free(k); }
+void fe_kernel_destroy(fe_kernel *k) {
+    if (!k) return;
+    fe_free(k->ws);
+    fe_free(k);
+}
 
 static fe_status refuse_run(fe_kernel *k, fe_status s, const char *fmt, ...) FE_PRINTF(3, 4);
 static fe_status refuse_run(fe_kernel *k, fe_status s, const char *fmt, ...) {
@@ -300,6 +320,13 @@ fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands
                               "must lie in [%lld, %s = %lld]; nothing ran", vd->name,
                               (long long)v, (long long)vd->min, vd->extent, (long long)hi);
         a->v[i] = v;
+    }
+    a->ws = k->ws;
+    a->ws_bytes = k->ws_bytes;
+    if (op->check) {
+        char why[320] = "";
+        fe_status st = op->check(a, &k->design, why, sizeof why);
+        if (st != FE_OK) return refuse_run(k, st, "%s; nothing ran", why);
     }
     return FE_OK;
 }

@@ -80,7 +80,8 @@ typedef struct fe_value_decl {
     const char *extent; /* the value lies in [min, extent]; its default is the extent */
     int64_t min;
     const char *doc;
-    int operand, axis;  /* the operand axis whose bound the value follows */
+    int operand, axis;  /* the operand axis whose bound the value follows; axis < 0 counts
+                         * from the last (-1 is the last axis) */
     fe_value_map map;
 } fe_value_decl;
 
@@ -100,6 +101,8 @@ typedef struct fe_args {
     fe_tensor t[FE_MAX_OPERANDS];
     int64_t ext[FE_MAX_EXTENTS];
     int64_t v[FE_MAX_VALUES];
+    void *ws;        /* the op's workspace (see fe_op.workspace), 64-byte aligned; NULL if none */
+    size_t ws_bytes;
 } fe_args;
 
 typedef void (*fe_kernel_fn)(const fe_args *a, const fe_design *d, int ith, int nth);
@@ -166,6 +169,13 @@ struct fe_op {
     const fe_kernel_decl *kernels;
     int n_kernels;
     void (*cost)(const fe_args *a, const fe_design *d, fe_cost *out);
+    /* Optional. Scratch the kernel needs for nth workers at the kernel's extents (all of it
+     * shared; split it by ith yourself); allocated once at create, never per run. */
+    size_t (*workspace)(const fe_args *a, const fe_design *d, int nth);
+    /* Optional. Checks what the per-value ranges cannot (pos + rows <= table rows, every id
+     * inside its table) before any work; on failure writes why (naming the rule and the fix)
+     * and returns FE_E_BOUNDS. */
+    fe_status (*check)(const fe_args *a, const fe_design *d, char *why, size_t why_n);
     /* Test support: operand descriptors (dtype, rank, shape, strides) for a case's dims. */
     void (*operands_for)(const fe_case *c, const double *params, fe_tensor *out);
     const fe_case *cases;

@@ -1,0 +1,115 @@
+/* ops/quant/quant.c: block decode and encode in plain C (see quant.h). */
+#include "ops/quant/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+_Static_assert(sizeof(fe_block_q8_0) == 34, "q8_0 block is 34 bytes");
+_Static_assert(sizeof(fe_block_q4_0) == 18, "q4_0 block is 18 bytes");
+_Static_assert(sizeof(fe_block_q4_1) == 20, "q4_1 block is 20 bytes");
+
+bool fe_dequant_row(fe_dtype dt, const void *src, float *dst, int64_t n) {
+    switch (dt) {
+    case FE_DTYPE_F32:
+        memcpy(dst, src, (size_t)n * 4);
+        return true;
+    case FE_DTYPE_BF16: {
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = fe_bf16_to_f32(s[i]);
+        return true;
+    }
+    case FE_DTYPE_F16: {
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = fe_f16_to_f32(s[i]);
+        return true;
+    }
+    case FE_DTYPE_Q8_0: {
+        const fe_block_q8_0 *b = src;
+        for (int64_t k = 0; k < n / FE_QBLOCK; k++) {
+            float d = fe_f16_to_f32(b[k].d);
+            for (int j = 0; j < 32; j++) dst[k * 32 + j] = d * (float)b[k].qs[j];
+        }
+        return true;
+    }
+    case FE_DTYPE_Q4_0: {
+        const fe_block_q4_0 *b = src;
+        for (int64_t k = 0; k < n / FE_QBLOCK; k++) {
+            float d = fe_f16_to_f32(b[k].d);
+            for (int j = 0; j < 16; j++) {
+                dst[k * 32 + j] = d * (float)((b[k].qs[j] & 15) - 8);
+                dst[k * 32 + j + 16] = d * (float)((b[k].qs[j] >> 4) - 8);
+            }
+        }
+        return true;
+    }
+    case FE_DTYPE_Q4_1: {
+        const fe_block_q4_1 *b = src;
+        for (int64_t k = 0; k < n / FE_QBLOCK; k++) {
+            float d = fe_f16_to_f32(b[k].d), m = fe_f16_to_f32(b[k].m);
+            for (int j = 0; j < 16; j++) {
+                dst[k * 32 + j] = d * (float)(b[k].qs[j] & 15) + m;
+                dst[k * 32 + j + 16] = d * (float)(b[k].qs[j] >> 4) + m;
+            }
+        }
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+bool fe_quant_row(fe_dtype dt, const float *src, void *dst, int64_t n) {
+    for (int64_t k = 0; k < n / FE_QBLOCK; k++) {
+        const float *x = src + k * FE_QBLOCK;
+        switch (dt) {
+        case FE_DTYPE_Q8_0: {
+            fe_block_q8_0 *b = (fe_block_q8_0 *)dst + k;
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+            float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+            b->d = fe_f32_to_f16(d);
+            for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)roundf(x[j] * id);
+            break;
+        }
+        case FE_DTYPE_Q4_0: {
+            fe_block_q4_0 *b = (fe_block_q4_0 *)dst + k;
+            float amax = 0, max = 0;
+            for (int j = 0; j < 32; j++)
+                if (fabsf(x[j]) > amax) {
+                    amax = fabsf(x[j]);
+                    max = x[j];
+                }
+            float d = max / -8.0f, id = d ? 1.0f / d : 0.0f;
+            b->d = fe_f32_to_f16(d);
+            for (int j = 0; j < 16; j++) {
+                int q0 = (int)(x[j] * id + 8.5f), q1 = (int)(x[j + 16] * id + 8.5f);
+                q0 = q0 > 15 ? 15 : q0;
+                q1 = q1 > 15 ? 15 : q1;
+                b->qs[j] = (uint8_t)(q0 | (q1 << 4));
+            }
+            break;
+        }
+        case FE_DTYPE_Q4_1: {
+            fe_block_q4_1 *b = (fe_block_q4_1 *)dst + k;
+            float mn = x[0], mx = x[0];
+            for (int j = 1; j < 32; j++) {
+                mn = fminf(mn, x[j]);
+                mx = fmaxf(mx, x[j]);
+            }
+            float d = (mx - mn) / 15.0f, id = d ? 1.0f / d : 0.0f;
+            b->d = fe_f32_to_f16(d);
+            b->m = fe_f32_to_f16(mn);
+            for (int j = 0; j < 16; j++) {
+                int q0 = (int)((x[j] - mn) * id + 0.5f), q1 = (int)((x[j + 16] - mn) * id + 0.5f);
+                q0 = q0 > 15 ? 15 : q0;
+                q1 = q1 > 15 ? 15 : q1;
+                b->qs[j] = (uint8_t)(q0 | (q1 << 4));
+            }
+            break;
+        }
+        default:
+            return false;
+        }
+    }
+    return true;
+}
