@@ -190,7 +190,9 @@ static void allocation_hook_fails_the_nth_call(void **s) {
     fe_alloc_fail_at(0);
 }
 
-/* Encoding then decoding a block stays within half a quantization step of the input. */
+/* Encoding then decoding a block stays within half a quantization step of the input (a full
+ * step for q4_0, whose 16 levels are asymmetric: the side opposite the largest magnitude
+ * clips at 7 steps). */
 static void quant_blocks_round_trip(void **s) {
     (void)s;
     float x[64], y[64];
@@ -209,7 +211,7 @@ static void quant_blocks_round_trip(void **s) {
             }
             float step = t == 0 ? amax / 127 : t == 1 ? amax / 8 : (mx - mn) / 15;
             for (int j = 0; j < 32; j++)
-                if (fabsf(y[b * 32 + j] - x[b * 32 + j]) > step * 0.51f + 1e-3f * amax)
+                if (fabsf(y[b * 32 + j] - x[b * 32 + j]) > step * (t == 1 ? 1.01f : 0.51f) + 1e-3f * amax)
                     fail_msg("%s element %d: %g -> %g (step %g)", fe_dtype_info(types[t])->name,
                              b * 32 + j, x[b * 32 + j], y[b * 32 + j], step);
         }
