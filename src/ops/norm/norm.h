@@ -12,11 +12,11 @@
 
 #include "ops/op.h"
 
-enum { NORM_WIDTH, NORM_RPI };
+enum { NORM_WIDTH, NORM_RPI, NORM_STREAM };
 enum { NORM_ROWS, NORM_COLS };         /* extents */
 enum { NORM_V_ROWS, NORM_V_VALID };    /* per-call values (valid_cols: Softmax only) */
 
-extern const fe_tunable_decl fe_norm_tunables[2];
+extern const fe_tunable_decl fe_norm_tunables[3];
 extern const char *const fe_norm_extents[2];
 extern const fe_value_decl fe_norm_values[2];
 
@@ -29,6 +29,11 @@ void fe_norm_operands(const fe_case *c, const fe_operand_decl *decl, int n_vecto
                       fe_tensor *out);
 
 /* the kernels, tile = the 4-vector unrolled block of the reduction loops */
+/* stream: on when the output outgrows the last-level cache (derived from the extents) */
+void fe_norm_resolve(fe_op_ctx *c);
+/* Softmax's workspace: one row of exponentials per worker, so the final pass can stream */
+size_t fe_norm_softmax_workspace(const fe_args *a, const fe_design *d, int nth);
+
 #define FE_NORM_KERNELS(name)                                                              \
     void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
     void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \

@@ -5,13 +5,29 @@
 
 #include "ops/norm/norm.h"
 
-const fe_tunable_decl fe_norm_tunables[2] = {
+const fe_tunable_decl fe_norm_tunables[3] = {
     [NORM_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},
     [NORM_RPI] = {"rows_per_item", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 16},
                                     .n_choices = 3}, 1, true,
                   "rows per work item: workers split the bounded rows in whole items "
                   "(coarser items keep short rows of two workers off one cache line)"},
+    [NORM_STREAM] = {"stream", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
+                     false, "non-temporal stores of y (on when y outgrows the LLC)"},
 };
+
+void fe_norm_resolve(fe_op_ctx *c) {
+    if (c->tunable_set[NORM_STREAM]) return;
+    size_t llc = c->dev->l3_bytes ? c->dev->l3_bytes : (size_t)32 << 20;
+    c->tunables[NORM_STREAM] = (size_t)(c->ext[NORM_ROWS] * c->ext[NORM_COLS]) * 4 >= llc;
+    c->tunable_set[NORM_STREAM] = true;
+}
+
+size_t fe_norm_softmax_workspace(const fe_args *a, const fe_design *d, int nth) {
+    (void)d;
+    /* one 64-byte-aligned row per worker */
+    size_t row = ((size_t)a->ext[NORM_COLS] * 4 + 63) & ~(size_t)63;
+    return row * (size_t)nth;
+}
 const char *const fe_norm_extents[2] = {"rows", "cols"};
 const fe_value_decl fe_norm_values[2] = {
     [NORM_V_ROWS] = {"rows", "rows", 0, "rows to compute: the first rows", 0, 0, FE_MAP_BOUND},

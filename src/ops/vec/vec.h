@@ -45,6 +45,11 @@ static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+/* 1/a from the 14-bit estimate and one Newton step: within ~2 ulp, for finite a != 0 */
+static inline vf v_rcp(vf a) {
+    vf r = _mm512_rcp14_ps(a);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(2.0f)));
+}
 static inline vf v_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf v_max(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline vf v_min(vf a, vf b) { return _mm512_min_ps(a, b); }
@@ -94,6 +99,11 @@ static inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf v_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+/* 1/a from the 12-bit estimate and one Newton step: within ~2 ulp of 2^-22 relative */
+static inline vf v_rcp(vf a) {
+    vf r = _mm256_rcp_ps(a);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(a, r, _mm256_set1_ps(2.0f)));
+}
 static inline vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf v_max(vf a, vf b) { return _mm256_max_ps(a, b); }
 static inline vf v_min(vf a, vf b) { return _mm256_min_ps(a, b); }
@@ -140,6 +150,7 @@ static inline vf v_add(vf a, vf b) { return a + b; }
 static inline vf v_sub(vf a, vf b) { return a - b; }
 static inline vf v_mul(vf a, vf b) { return a * b; }
 static inline vf v_div(vf a, vf b) { return a / b; }
+static inline vf v_rcp(vf a) { return 1.0f / a; }
 /* unfused: baseline x86-64 has no FMA and libm's fmaf is emulated in software */
 static inline vf v_fma(vf a, vf b, vf c) { return a * b + c; }
 static inline vf v_max(vf a, vf b) { return a > b ? a : b; }
@@ -167,10 +178,19 @@ static inline float v_hmax(vf a) { return a; }
 
 static inline vf v_zero(void) { return v_set1(0.0f); }
 
-/* e^x, x clamped to [-87.3, 88.37] (results past that saturate near 1e-38 and 2.4e38). */
+/* e^x: round x / ln 2 to n, reduce r = x - n ln 2 (two-part ln 2), a degree-6 polynomial for
+ * e^r, then scale by 2^n. AVX-512 scales with vscalefps, which over- and underflows
+ * correctly (denormals included), so x needs only a loose clamp; the others build 2^n in the
+ * exponent bits and clamp x to [-87.3, 88.37]. NaN stays NaN (max/min return their second
+ * operand on NaN). */
 static inline vf v_exp(vf x) {
-    x = v_min(v_set1(88.3762f), v_max(v_set1(-87.3365f), x)); /* NaN stays NaN: max/min return their second operand on NaN */
+#if defined(__AVX512F__)
+    x = v_min(v_set1(88.3762f), v_max(v_set1(-103.9f), x));
+    vf n = v_round(v_mul(x, v_set1(1.44269504088896341f)));
+#else
+    x = v_min(v_set1(88.3762f), v_max(v_set1(-87.3365f), x));
     vf n = v_min(v_round(v_mul(x, v_set1(1.44269504088896341f))), v_set1(127.0f));
+#endif
     vf r = v_fma(n, v_set1(-0.693359375f), x);
     r = v_fma(n, v_set1(2.12194440e-4f), r);
     vf p = v_set1(1.9875691500e-4f);
@@ -180,33 +200,41 @@ static inline vf v_exp(vf x) {
     p = v_fma(p, r, v_set1(1.6666665459e-1f));
     p = v_fma(p, r, v_set1(5.0000001201e-1f));
     vf y = v_add(v_fma(v_mul(p, r), r, r), v_set1(1.0f));
+#if defined(__AVX512F__)
+    return _mm512_scalef_ps(y, n);
+#else
     return v_ldexp(y, n);
+#endif
 }
 
 /* 1 / (1 + e^-x) */
-static inline vf v_sigmoid(vf x) {
-    return v_div(v_set1(1.0f), v_add(v_set1(1.0f), v_exp(v_sub(v_zero(), x))));
-}
+static inline vf v_sigmoid(vf x) { return v_rcp(v_add(v_set1(1.0f), v_exp(v_sub(v_zero(), x)))); }
 
+/* A rational minimax form on [-7.9, 7.9] (the one Eigen's fast tanh uses), x itself below
+ * 4e-4 and +-1 past the clamp: no exp, one reciprocal. */
 static inline vf v_tanh(vf x) {
-    vf a = v_abs(x);
-    /* small |x|: Cephes minimax polynomial; large: 1 - 2 / (e^{2|x|} + 1) */
-    vf z = v_mul(a, a);
-    vf p = v_set1(-5.70498872745e-3f);
-    p = v_fma(p, z, v_set1(2.06390887954e-2f));
-    p = v_fma(p, z, v_set1(-5.37397155531e-2f));
-    p = v_fma(p, z, v_set1(1.33314422036e-1f));
-    p = v_fma(p, z, v_set1(-3.33332819422e-1f));
-    vf small = v_fma(v_mul(p, z), a, a);
-    vf e = v_exp(v_mul(v_set1(2.0f), v_min(a, v_set1(9.0f))));
-    vf large = v_sub(v_set1(1.0f), v_div(v_set1(2.0f), v_add(e, v_set1(1.0f))));
-    return v_copysign(v_blend(v_lt(a, v_set1(0.625f)), small, large), x);
+    vf c = v_min(v_set1(7.90531110763549805f), v_max(v_set1(-7.90531110763549805f), x));
+    vf x2 = v_mul(c, c);
+    vf p = v_set1(-2.76076847742355e-16f);
+    p = v_fma(p, x2, v_set1(2.00018790482477e-13f));
+    p = v_fma(p, x2, v_set1(-8.60467152213735e-11f));
+    p = v_fma(p, x2, v_set1(5.12229709037114e-08f));
+    p = v_fma(p, x2, v_set1(1.48572235717979e-05f));
+    p = v_fma(p, x2, v_set1(6.37261928875436e-04f));
+    p = v_fma(p, x2, v_set1(4.89352455891786e-03f));
+    p = v_mul(p, c);
+    vf q = v_set1(1.19825839466702e-06f);
+    q = v_fma(q, x2, v_set1(1.18534705686654e-04f));
+    q = v_fma(q, x2, v_set1(2.26843463243900e-03f));
+    q = v_fma(q, x2, v_set1(4.89352518554385e-03f));
+    vf r = v_mul(p, v_rcp(q));
+    return v_blend(v_lt(v_abs(x), v_set1(0.0004f)), x, r);
 }
 
 /* Abramowitz-Stegun 7.1.26, |error| <= 1.5e-7 */
 static inline vf v_erf(vf x) {
     vf a = v_abs(x);
-    vf t = v_div(v_set1(1.0f), v_fma(v_set1(0.3275911f), a, v_set1(1.0f)));
+    vf t = v_rcp(v_fma(v_set1(0.3275911f), a, v_set1(1.0f)));
     vf p = v_set1(1.061405429f);
     p = v_fma(p, t, v_set1(-1.453152027f));
     p = v_fma(p, t, v_set1(1.421413741f));
