@@ -362,6 +362,8 @@ fe_status fe_kernel_run_reference(fe_kernel *k, const fe_tensor *operands, int n
 }
 
 const char *fe_kernel_message(const fe_kernel *k) { return k->err.message; }
+fe_kernel_fn fe_kernel_function(const fe_kernel *k) { return k->kernel->fn; }
+int fe_kernel_width(const fe_kernel *k) { return k->width; }
 uint64_t fe_kernel_design_key(const fe_kernel *k) { return k->design.key; }
 fe_isa fe_kernel_isa(const fe_kernel *k) { return k->design.isa; }
 const fe_design *fe_kernel_design(const fe_kernel *k) { return &k->design; }

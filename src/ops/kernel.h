@@ -13,6 +13,9 @@ fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands
 /* Runs the op's reference (single thread, plain float32/double) on bound args. */
 fe_status fe_kernel_run_reference(fe_kernel *k, const fe_tensor *operands, int n_operands,
                                   const int64_t *values, int n_values);
+/* The kernel function a dispatch runs and the workers it runs on (the resolved WIDTH). */
+fe_kernel_fn fe_kernel_function(const fe_kernel *k);
+int fe_kernel_width(const fe_kernel *k);
 /* Matches a profile entry for a request being made (profile.c). Sets tunables not yet set;
  * returns FE_OK when nothing matched. */
 fe_status fe_profile_apply(const fe_profile *p, fe_op_ctx *c);

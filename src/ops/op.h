@@ -164,6 +164,10 @@ struct fe_op {
     const fe_value_decl *values;
     int n_values;
     fe_status (*infer)(fe_op_ctx *c);
+    /* Optional. For graphs: fills the output operands' dtype, rank and shape from the inputs
+     * and params (c->operands[out] arrive with rank 0). NULL: every output has operand 0's
+     * dtype and shape. */
+    void (*shape_out)(fe_op_ctx *c);
     void (*resolve)(fe_op_ctx *c); /* may be NULL: defaults then */
     void (*reference)(const fe_args *a, const fe_design *d);
     const fe_kernel_decl *kernels;

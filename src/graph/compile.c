@@ -1,0 +1,301 @@
+/* graph/compile.c: graphs and their versions. Creating a graph; naming weights; compiling a
+ * version for one input signature: trace the body -> verify and resolve each step into a
+ * kernel (fe_kernel_create: infer, precedence, ISA, design key) -> plan the scratch arena
+ * from value lifetimes, largest first -> lower into a runlist of preallocated steps ->
+ * decide the packaging. `verbose` prints the packaging and how each per-call value lowers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "graph/internal.h"
+
+fe_compile_options fe_compile_options_default(void) {
+    return (fe_compile_options){.packaging = FE_PACK_AUTO};
+}
+
+fe_status fe_graph_create(fe_device *dev, const char *name, fe_body_fn body, const void *model,
+                          fe_graph **out, fe_error *err) {
+    *out = NULL;
+    if (!dev || !body)
+        return fe_error_set(err, FE_E_INVALID, "graph: give a device and a body function");
+    fe_graph *g = fe_calloc(1, sizeof *g);
+    if (!g) return fe_error_set(err, FE_E_NOMEM, "graph: out of memory");
+    g->dev = dev;
+    snprintf(g->name, sizeof g->name, "%s", name ? name : "graph");
+    g->body = body;
+    g->model = model;
+    g->opts = fe_compile_options_default();
+    *out = g;
+    return FE_OK;
+}
+
+void fe_version_destroy(fe_version *v) {
+    if (!v) return;
+    for (int i = 0; v->kernels && i < v->n_steps; i++) fe_kernel_destroy(v->kernels[i]);
+    fe_free(v->kernels);
+    fe_free(v->args);
+    fe_free(v->ctx);
+    fe_free(v->runlist);
+    fe_trace_deinit(&v->tr);
+    fe_free(v);
+}
+
+void fe_graph_destroy(fe_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_versions; i++) fe_version_destroy(g->versions[i]);
+    for (int i = 0; i < g->n_states; i++) {
+        fe_free(g->states[i].mem);
+        fe_free(g->states[i].ref_mem);
+    }
+    fe_free(g->versions);
+    fe_free(g->states);
+    fe_free(g->weights);
+    fe_free(g->scratch);
+    fe_free(g->ref_scratch);
+    fe_free(g);
+}
+
+const char *fe_graph_message(const fe_graph *g) { return g->err.message; }
+
+fe_status fe_graph_set_weight(fe_graph *g, const char *path, fe_tensor w) {
+    if (!path || !*path || strlen(path) >= sizeof g->weights[0].path)
+        return fe_error_set(&g->err, FE_E_INVALID, "weight path must be 1..95 characters");
+    if (!w.data || w.rank < 1 || w.rank > FE_MAX_RANK || !fe_dtype_info(w.dtype))
+        return fe_error_set(&g->err, FE_E_INVALID, "weight \"%s\": give data, a dtype and rank "
+                            "1..%d", path, FE_MAX_RANK);
+    for (int i = 0; i < g->n_weights; i++)
+        if (strcmp(g->weights[i].path, path) == 0) {
+            if (g->n_versions)
+                return fe_error_set(&g->err, FE_E_STATE, "weight \"%s\" cannot change after a "
+                                    "version is compiled; make a new graph", path);
+            g->weights[i].t = w;
+            return FE_OK;
+        }
+    if (g->n_weights == g->cap_weights) {
+        int nc = g->cap_weights ? g->cap_weights * 2 : 16;
+        void *p = fe_realloc(g->weights, (size_t)nc * sizeof *g->weights);
+        if (!p) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory adding weight \"%s\"", path);
+        g->weights = p;
+        g->cap_weights = nc;
+    }
+    fe_weight_rec *r = &g->weights[g->n_weights++];
+    snprintf(r->path, sizeof r->path, "%s", path);
+    r->t = w;
+    return FE_OK;
+}
+
+static bool view_contiguous(const fe_view *v) {
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        if (v->shape[i] > 1 && v->stride[i] != s) return false;
+        s *= v->shape[i];
+    }
+    return true;
+}
+
+/* Makes each step's kernel; refusals name the step. */
+static fe_status make_kernels(fe_graph *g, fe_version *v) {
+    fe_trace *t = &v->tr;
+    for (int s = 0; s < t->n_steps; s++) {
+        const fe_tstep *st = &t->steps[s];
+        const fe_op *op = st->op;
+        fe_tensor ops[FE_MAX_OPERANDS] = {0};
+        for (int i = 0; i < op->n_operands; i++) {
+            if (!st->operand[i]) continue;
+            const fe_view *w = fe_trace_view(t, (fe_h){st->operand[i]});
+            ops[i] = (fe_tensor){.dtype = w->dtype, .rank = w->rank};
+            memcpy(ops[i].shape, w->shape, sizeof w->shape);
+            memcpy(ops[i].stride, w->stride, sizeof w->stride);
+            if (!op->operands[i].strided && !view_contiguous(w))
+                return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\", step %s: operand %s is "
+                                    "a strided view but %s needs it contiguous; copy it first "
+                                    "(fe_apply \"Copy\")", g->name, st->label,
+                                    op->operands[i].name, op->name);
+        }
+        fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
+                             .params = st->params, .n_params = st->n_params,
+                             .profile = g->opts.profile};
+        fe_error e = {0};
+        fe_status rc = fe_kernel_create(g->dev, &req, &v->kernels[s], &e);
+        if (rc != FE_OK)
+            return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,
+                                e.message);
+    }
+    return FE_OK;
+}
+
+static fe_trace *sort_ctx;
+static int by_size_desc(const void *a, const void *b) {
+    size_t x = sort_ctx->scratch[*(const int *)a].bytes, y = sort_ctx->scratch[*(const int *)b].bytes;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+/* Scratch offsets from lifetimes, largest first: each buffer goes at the lowest 64-byte
+ * aligned offset that overlaps no placed buffer alive at the same time. */
+static fe_status plan_memory(fe_graph *g, fe_version *v) {
+    fe_trace *t = &v->tr;
+    int n = t->n_scratch;
+    int *order = fe_malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!order) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory planning the arena");
+    for (int i = 0; i < n; i++) order[i] = i;
+    sort_ctx = t;
+    qsort(order, (size_t)n, sizeof *order, by_size_desc);
+    size_t top = 0;
+    for (int k = 0; k < n; k++) {
+        fe_scratch_buf *b = &t->scratch[order[k]];
+        size_t size = (b->bytes + 63) & ~(size_t)63, off = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int j = 0; j < k; j++) {
+                const fe_scratch_buf *p = &t->scratch[order[j]];
+                bool alive = p->first <= b->last && b->first <= p->last;
+                size_t pend = p->offset + ((p->bytes + 63) & ~(size_t)63);
+                if (alive && off < pend && p->offset < off + size) {
+                    off = pend;
+                    moved = true;
+                }
+            }
+        }
+        b->offset = off;
+        if (off + size > top) top = off + size;
+    }
+    fe_free(order);
+    v->scratch_bytes = top;
+    if (top > g->scratch_bytes) {
+        void *p = fe_aligned_alloc(64, top);
+        if (!p) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory for a %zu-byte arena", top);
+        fe_free(g->scratch);
+        g->scratch = p;
+        g->scratch_bytes = top;
+    }
+    return FE_OK;
+}
+
+static void run_ctx_step(void *ctx, int ith, int nth) {
+    const fe_step_ctx *c = ctx;
+    c->fn(c->args, c->design, ith, nth);
+}
+
+static fe_status lower(fe_graph *g, fe_version *v) {
+    int n = v->n_steps;
+    v->args = fe_calloc((size_t)(n ? n : 1), sizeof *v->args);
+    v->ctx = fe_calloc((size_t)(n ? n : 1), sizeof *v->ctx);
+    v->runlist = fe_calloc((size_t)(n ? n : 1), sizeof *v->runlist);
+    if (!v->args || !v->ctx || !v->runlist)
+        return fe_error_set(&g->err, FE_E_NOMEM, "out of memory lowering the runlist");
+    for (int s = 0; s < n; s++) {
+        v->ctx[s] = (fe_step_ctx){fe_kernel_function(v->kernels[s]), &v->args[s],
+                                  fe_kernel_design(v->kernels[s])};
+        v->runlist[s] = (fe_step){run_ctx_step, &v->ctx[s], fe_kernel_width(v->kernels[s])};
+    }
+    return FE_OK;
+}
+
+/* verbose: the packaging, and for each per-call value the steps that read it and how */
+static void describe(const fe_graph *g, const fe_version *v, FILE *f) {
+    const fe_trace *t = &v->tr;
+    fprintf(f, "graph \"%s\": version %d (", g->name, g->n_versions);
+    for (int i = 0; i < v->n_sig; i++) {
+        fprintf(f, "%s%s %s[", i ? ", " : "", v->sig[i].name, fe_dtype_info(v->sig[i].t.dtype)->name);
+        for (int d = 0; d < v->sig[i].t.rank; d++)
+            fprintf(f, "%s%lld", d ? "," : "", (long long)v->sig[i].t.shape[d]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "): %d steps, scratch %zu bytes\n", v->n_steps, v->scratch_bytes);
+    fprintf(f, "  packaging: %s\n", v->each_step
+            ? (t->dispatch_time ? "each_step (a dispatch-time value re-derives the step list per call)"
+                                : "each_step (one dispatch per step, as asked)")
+            : "fused (one dispatch per call, a barrier between steps)");
+    for (int var = 0; var < g->n_vars; var++) {
+        fprintf(f, "  per-call value \"%s\" (%s):", g->vars[var].name,
+                g->vars[var].kind == VAR_SCRATCHPAD ? "scratchpad"
+                : g->vars[var].kind == VAR_CARRIED  ? "carried" : "dispatch-time");
+        int uses = 0;
+        for (int s = 0; s < t->n_steps; s++) {
+            const fe_tstep *st = &t->steps[s];
+            for (int i = 0; i < st->op->n_operands; i++) {
+                const fe_view *w = st->operand[i] ? fe_trace_view(t, (fe_h){st->operand[i]}) : NULL;
+                for (int d = 0; w && d < w->rank; d++)
+                    if (w->has_bound[d] && w->bound[d].var == var) {
+                        fprintf(f, " %s bounds %s axis %d;", st->label, st->op->operands[i].name, d);
+                        uses++;
+                    }
+                for (int k = 0; w && k < w->n_dyn; k++)
+                    if (w->dyn[k].var == var) {
+                        fprintf(f, " %s offsets %s;", st->label, st->op->operands[i].name);
+                        uses++;
+                    }
+            }
+            for (int i = 0; i < st->op->n_values; i++)
+                if (st->value_given[i] && st->value[i].var == var) {
+                    fprintf(f, " %s reads it as %s;", st->label, st->op->values[i].name);
+                    uses++;
+                }
+        }
+        for (int c = 0; c < t->n_carries; c++)
+            if (t->carries[c].var == var) {
+                fprintf(f, " carried to the next call;");
+                uses++;
+            }
+        fprintf(f, "%s\n", uses ? "" : " not read by this version");
+    }
+}
+
+fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out) {
+    *out = NULL;
+    if (n_sig < 0 || n_sig > 16 || (n_sig && !sig))
+        return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": give 0..16 named inputs", g->name);
+    fe_version *v = fe_calloc(1, sizeof *v);
+    if (!v) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory compiling \"%s\"", g->name);
+    v->n_sig = n_sig;
+    for (int i = 0; i < n_sig; i++) {
+        if (!sig[i].name || strlen(sig[i].name) >= 32 || sig[i].t.rank < 1 ||
+            sig[i].t.rank > FE_MAX_RANK || !fe_dtype_info(sig[i].t.dtype)) {
+            fe_free(v);
+            return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": input %d needs a name (< 32 "
+                                "characters), a dtype and rank 1..%d", g->name, i, FE_MAX_RANK);
+        }
+        snprintf(v->sig_names[i], sizeof v->sig_names[i], "%s", sig[i].name);
+        v->sig[i] = (fe_named_tensor){v->sig_names[i], sig[i].t};
+        v->sig[i].t.data = NULL;
+    }
+    fe_trace_init(&v->tr, g, v->sig, n_sig);
+    fe_status st = g->body(&v->tr, g->model);
+    if (v->tr.err.status != FE_OK) {
+        g->err = v->tr.err;
+        st = v->tr.err.status;
+    } else if (st != FE_OK) {
+        fe_error_set(&g->err, st, "graph \"%s\": the body returned %s", g->name, fe_status_str(st));
+    } else if (v->tr.n_outputs == 0 && v->tr.n_carries == 0) {
+        st = fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": the body marks no output; call "
+                          "fe_output on what the graph returns", g->name);
+    }
+    v->n_steps = v->tr.n_steps;
+    if (st == FE_OK) {
+        v->kernels = fe_calloc((size_t)(v->n_steps ? v->n_steps : 1), sizeof *v->kernels);
+        st = v->kernels ? make_kernels(g, v) : fe_error_set(&g->err, FE_E_NOMEM, "out of memory");
+    }
+    if (st == FE_OK) st = plan_memory(g, v);
+    if (st == FE_OK) st = lower(g, v);
+    if (st == FE_OK && g->n_versions == g->cap_versions) {
+        int nc = g->cap_versions ? g->cap_versions * 2 : 4;
+        void *p = fe_realloc(g->versions, (size_t)nc * sizeof *g->versions);
+        if (p) {
+            g->versions = p;
+            g->cap_versions = nc;
+        } else {
+            st = fe_error_set(&g->err, FE_E_NOMEM, "out of memory");
+        }
+    }
+    if (st != FE_OK) {
+        fe_version_destroy(v);
+        return st;
+    }
+    v->each_step = g->opts.packaging == FE_PACK_EACH_STEP || v->tr.dispatch_time;
+    if (g->opts.verbose) describe(g, v, g->opts.log ? g->opts.log : stderr);
+    g->versions[g->n_versions++] = v;
+    g->stats.versions = g->n_versions;
+    g->stats.compiles++;
+    *out = v;
+    return FE_OK;
+}
