@@ -75,6 +75,32 @@ static void ops_lists_every_operator_with_domains(void **s) {
     assert_string_equal(res.out, "AXPY\n");
 }
 
+static void draw_writes_dot_for_each_example(void **s) {
+    (void)s;
+    char dir[] = "/tmp/ferrum-draw-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    RUN("draw", "--out", dir, "chain");
+    if (res.code != 0) fail_msg("%s", res.err);
+    char path[256];
+    snprintf(path, sizeof path, "%s/chain.dot", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "digraph \"chain\""));
+    assert_non_null(strstr(text, "RMSNorm#0"));
+    RUN("draw", "--list");
+    assert_non_null(strstr(res.out, "kv"));
+    RUN("draw", "nosuch");
+    assert_int_equal(res.code, 2);
+    RUN("draw", "--out");
+    assert_int_equal(res.code, 2);
+    RUN("draw", "--help");
+    assert_int_equal(res.code, 0);
+}
+
 static void bad_input_is_answered_not_crashed(void **s) {
     (void)s;
     RUN("fly");
@@ -94,6 +120,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(version_and_help),
         cmocka_unit_test(ops_lists_every_operator_with_domains),
+        cmocka_unit_test(draw_writes_dot_for_each_example),
         cmocka_unit_test(bad_input_is_answered_not_crashed),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

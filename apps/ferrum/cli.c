@@ -13,6 +13,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
+    {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };
 
 static void usage(FILE *f) {
