@@ -58,6 +58,9 @@ FE_API fe_status fe_graph_set_weight(fe_graph *g, const char *path, fe_tensor w)
 
 /* The input named `name`; its shape is the signature's (fe_graph_compile / fe_graph_call). */
 FE_API fe_h fe_input(fe_trace *t, const char *name);
+/* Whether the signature being traced has an input of that name (a body may trace one
+ * version for a chunk of tokens and another for the carried token). */
+FE_API bool fe_has_input(const fe_trace *t, const char *name);
 FE_API fe_h fe_weight(fe_trace *t, const char *path);
 /* A persistent state (a KV cache) named by path, zeroed at first compile; every version of
  * the graph sees the same memory. Declaring it again must give the same dtype and shape. */
@@ -82,6 +85,10 @@ FE_API fe_h fe_transpose(fe_trace *t, fe_h x, int axis0, int axis1);
 FE_API fe_h fe_bound(fe_trace *t, fe_h x, int axis, fe_val n);
 /* x[pos : pos + len] along axis, pos per call; len must be a compile-time size. */
 FE_API fe_h fe_at(fe_trace *t, fe_h x, int axis, fe_val pos, fe_val len);
+/* x[pos : pos + len] along axis with only its first n rows touched (n per call, n <= len):
+ * the check is pos + n <= size, so a chunk of len rows may be written near the end of a
+ * cache. Consumers must respect the bound (every operator's work follows its bounds). */
+FE_API fe_h fe_window(fe_trace *t, fe_h x, int axis, fe_val pos, int64_t len, fe_val n);
 /* Rows of table gathered by ids (Gather). */
 FE_API fe_h fe_take(fe_trace *t, fe_h table, fe_h ids);
 

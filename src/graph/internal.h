@@ -40,9 +40,10 @@ typedef struct fe_tstep {
     char label[64];
 } fe_tstep;
 
-/* A per-call check: 0 <= v and v + len <= dim (an offset), or 0 <= v <= dim (a bound). */
+/* A per-call check: 0 <= v and v + v2 + len <= dim (v2 is the constant 0 unless a window
+ * ends at pos + n of two words). */
 typedef struct fe_check {
-    fe_val v;
+    fe_val v, v2;
     int64_t len, dim;
     char what[96];
 } fe_check;

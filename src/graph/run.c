@@ -93,12 +93,12 @@ static fe_tensor tensor_of(fe_graph *g, const fe_version *ver, const fe_named_te
 static fe_status check_words(fe_graph *g, const fe_version *v, bool reference) {
     for (int c = 0; c < v->tr.n_checks; c++) {
         const fe_check *k = &v->tr.checks[c];
-        int64_t x = fe_val_eval(g, k->v, reference);
-        bool ok = x >= 0 && x + k->len <= k->dim;
+        int64_t x = fe_val_eval(g, k->v, reference), x2 = fe_val_eval(g, k->v2, reference);
+        bool ok = x >= 0 && x2 >= 0 && x + x2 + k->len <= k->dim;
         if (!ok)
             return fe_error_set(&g->err, FE_E_BOUNDS, "graph \"%s\": %s is %lld, past its view "
                                 "(it must keep within 0..%lld); nothing ran", g->name, k->what,
-                                (long long)x, (long long)k->dim);
+                                (long long)(x + x2 + k->len), (long long)k->dim);
     }
     return FE_OK;
 }
@@ -119,7 +119,7 @@ static fe_status bind_step(fe_graph *g, fe_version *v, int s, const fe_named_ten
     *empty = false;
     for (int i = 0; i < op->n_values; i++) {
         const fe_value_decl *vd = &op->values[i];
-        vals[i] = ext[fe_op_extent_index(op, vd->extent)];
+        vals[i] = vd->map == FE_MAP_NONE ? vd->min : ext[fe_op_extent_index(op, vd->extent)];
         if (st->value_given[i]) {
             vals[i] = fe_val_eval(g, st->value[i], reference);
         } else if (vd->map != FE_MAP_NONE && views[vd->operand]) {

@@ -116,6 +116,13 @@ fe_h fe_input(fe_trace *t, const char *name) {
     return FE_NO_TENSOR;
 }
 
+bool fe_has_input(const fe_trace *t, const char *name) {
+    if (t->depth > 0) return true;
+    for (int i = 0; i < t->n_sig; i++)
+        if (strcmp(t->sig[i].name, name) == 0) return true;
+    return false;
+}
+
 fe_h fe_weight(fe_trace *t, const char *path) {
     if (t->err.status != FE_OK) return FE_NO_TENSOR;
     fe_graph *g = t->depth > 0 ? t->frames[t->depth - 1].g : t->g;
@@ -322,6 +329,7 @@ static void add_check(fe_trace *t, fe_val v, int64_t len, int64_t dim, const cha
     if (!grow(t, (void **)&t->checks, t->n_checks, &t->cap_checks, sizeof *t->checks)) return;
     fe_check *c = &t->checks[t->n_checks++];
     c->v = v;
+    c->v2 = fe_const(0);
     c->len = len;
     c->dim = dim;
     snprintf(c->what, sizeof c->what, "%s", what);
@@ -390,5 +398,35 @@ fe_h fe_at(fe_trace *t, fe_h x, int axis, fe_val pos, fe_val len) {
     var_name(t, pos, name, sizeof name);
     snprintf(what, sizeof what, "offset %s (+%lld) on axis %d", name, (long long)len.add, axis);
     add_check(t, pos, len.add, v->shape[axis], what);
+    return add_view(t, &r);
+}
+
+fe_h fe_window(fe_trace *t, fe_h x, int axis, fe_val pos, int64_t len, fe_val n) {
+    const fe_view *v = arg(t, x, "fe_window");
+    if (!v || !check_axis(t, v, axis, "fe_window")) return FE_NO_TENSOR;
+    if (len < 1 || len > v->shape[axis] || (n.var < 0 && (n.add < 0 || n.add > len))) {
+        fe_trace_fail(t, FE_E_BOUNDS, "fe_window: %lld rows (bound %lld) of an axis of %lld",
+                      (long long)len, (long long)n.add, (long long)v->shape[axis]);
+        return FE_NO_TENSOR;
+    }
+    if (v->n_dyn == FE_MAX_DYN) {
+        fe_trace_fail(t, FE_E_UNSUPPORTED, "fe_window: more than %d per-call offsets on one view",
+                      FE_MAX_DYN);
+        return FE_NO_TENSOR;
+    }
+    fe_view r = *v;
+    r.shape[axis] = len;
+    r.dyn[r.n_dyn++] = fe_val_mul(pos, v->stride[axis]);
+    r.bound[axis] = n;
+    r.has_bound[axis] = true;
+    char what[96], pname[32], nname[32];
+    var_name(t, pos, pname, sizeof pname);
+    var_name(t, n, nname, sizeof nname);
+    /* per call: pos >= 0 and pos + n within the axis; 0 <= n <= len */
+    snprintf(what, sizeof what, "window end %s + %s on axis %d", pname, nname, axis);
+    add_check(t, pos, 0, v->shape[axis], what);
+    if (t->err.status == FE_OK) t->checks[t->n_checks - 1].v2 = n;
+    snprintf(what, sizeof what, "window rows %s on axis %d", nname, axis);
+    add_check(t, n, 0, len, what);
     return add_view(t, &r);
 }

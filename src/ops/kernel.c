@@ -314,7 +314,8 @@ fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands
     for (int i = 0; i < op->n_values; i++) {
         const fe_value_decl *vd = &op->values[i];
         int64_t hi = k->ext[fe_op_extent_index(op, vd->extent)];
-        int64_t v = i < n_values ? values[i] : hi;
+        int64_t def = vd->map == FE_MAP_NONE ? vd->min : hi; /* an offset defaults to its min */
+        int64_t v = i < n_values ? values[i] : def;
         if (v < vd->min || v > hi)
             return refuse_run(k, FE_E_BOUNDS, "per-call value %s = %lld is past its view: it "
                               "must lie in [%lld, %s = %lld]; nothing ran", vd->name,
@@ -326,7 +327,7 @@ fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands
     if (op->check) {
         char why[320] = "";
         fe_status st = op->check(a, &k->design, why, sizeof why);
-        if (st != FE_OK) return refuse_run(k, st, "%s; nothing ran", why);
+        if (st != FE_OK) return refuse_run(k, st, "%s (a per-call value past its view); nothing ran", why);
     }
     return FE_OK;
 }
@@ -382,7 +383,8 @@ void fe_kernel_cost(const fe_kernel *k, const int64_t *values, int n_values, dou
     memcpy(a.ext, k->ext, sizeof a.ext);
     for (int i = 0; i < op->n_values; i++) {
         int64_t hi = k->ext[fe_op_extent_index(op, op->values[i].extent)];
-        int64_t v = values && i < n_values ? values[i] : hi;
+        int64_t def = op->values[i].map == FE_MAP_NONE ? op->values[i].min : hi;
+        int64_t v = values && i < n_values ? values[i] : def;
         a.v[i] = v < op->values[i].min ? op->values[i].min : v > hi ? hi : v;
     }
     fe_cost c = {0, 0};

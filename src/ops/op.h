@@ -77,7 +77,8 @@ typedef enum { FE_MAP_BOUND = 0, FE_MAP_FLAT, FE_MAP_NONE } fe_value_map;
 
 typedef struct fe_value_decl {
     const char *name;
-    const char *extent; /* the value lies in [min, extent]; its default is the extent */
+    const char *extent; /* the value lies in [min, extent]; its default is the extent, or min
+                         * for FE_MAP_NONE values (offsets, positions) */
     int64_t min;
     const char *doc;
     int operand, axis;  /* the operand axis whose bound the value follows; axis < 0 counts
