@@ -33,10 +33,11 @@ typedef struct fe_h {
     int32_t id;
 } fe_h;
 
-/* A per-call value as an affine form mul * word[var] + add; var < 0 is the constant `add`. */
+/* A per-call value as an affine form mul * word[var] + mul2 * word[var2] + add (a term whose
+ * var is < 0 is absent): pos + 1, chunk * C, pos + n. */
 typedef struct fe_val {
-    int32_t var;
-    int64_t mul, add;
+    int32_t var, var2;
+    int64_t mul, mul2, add;
 } fe_val;
 
 #define FE_NO_TENSOR ((fe_h){0})
@@ -72,6 +73,8 @@ FE_API fe_val fe_dispatch_time(fe_trace *t, const char *name);
 FE_API fe_val fe_const(int64_t c);
 FE_API fe_val fe_val_add(fe_val v, int64_t c);
 FE_API fe_val fe_val_mul(fe_val v, int64_t c);
+/* a + b; the sum may name at most two per-call values (else the trace records an error) */
+FE_API fe_val fe_val_sum(fe_trace *t, fe_val a, fe_val b);
 
 /* A carried tensor: persistent like a state; fe_carry_tensor copies a step's result into it
  * at the end of every call, on the device, for the next call to read (the token drawn). */

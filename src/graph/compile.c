@@ -112,8 +112,12 @@ static fe_status make_kernels(fe_graph *g, fe_version *v) {
                                     "(fe_apply \"Copy\")", g->name, st->label,
                                     op->operands[i].name, op->name);
         }
+        /* names point into the step itself, stable now that tracing is over */
+        fe_setting params[FE_MAX_PARAMS];
+        for (int p = 0; p < st->n_params; p++)
+            params[p] = (fe_setting){st->param_names[p], st->params[p].value};
         fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
-                             .params = st->params, .n_params = st->n_params,
+                             .params = params, .n_params = st->n_params,
                              .profile = g->opts.profile};
         fe_error e = {0};
         fe_status rc = fe_kernel_create(g->dev, &req, &v->kernels[s], &e);
@@ -216,18 +220,18 @@ static void describe(const fe_graph *g, const fe_version *v, FILE *f) {
             for (int i = 0; i < st->op->n_operands; i++) {
                 const fe_view *w = st->operand[i] ? fe_trace_view(t, (fe_h){st->operand[i]}) : NULL;
                 for (int d = 0; w && d < w->rank; d++)
-                    if (w->has_bound[d] && w->bound[d].var == var) {
+                    if (w->has_bound[d] && (w->bound[d].var == var || w->bound[d].var2 == var)) {
                         fprintf(f, " %s bounds %s axis %d;", st->label, st->op->operands[i].name, d);
                         uses++;
                     }
                 for (int k = 0; w && k < w->n_dyn; k++)
-                    if (w->dyn[k].var == var) {
+                    if ((w->dyn[k].var == var || w->dyn[k].var2 == var)) {
                         fprintf(f, " %s offsets %s;", st->label, st->op->operands[i].name);
                         uses++;
                     }
             }
             for (int i = 0; i < st->op->n_values; i++)
-                if (st->value_given[i] && st->value[i].var == var) {
+                if (st->value_given[i] && (st->value[i].var == var || st->value[i].var2 == var)) {
                     fprintf(f, " %s reads it as %s;", st->label, st->op->values[i].name);
                     uses++;
                 }

@@ -32,7 +32,7 @@ typedef struct fe_view {
 typedef struct fe_tstep {
     const fe_op *op;
     int operand[FE_MAX_OPERANDS]; /* view ids (1-based), 0 absent */
-    fe_setting params[FE_MAX_PARAMS];
+    fe_setting params[FE_MAX_PARAMS]; /* values; the names are param_names (the step moves) */
     char param_names[FE_MAX_PARAMS][32];
     int n_params;
     fe_val value[FE_MAX_VALUES];

@@ -10,10 +10,15 @@
 #include "core/alloc.h"
 #include "graph/internal.h"
 
+static int64_t word(const fe_graph *g, int var, bool reference) {
+    return reference ? g->vars[var].ref_word : g->vars[var].word;
+}
+
 int64_t fe_val_eval(const fe_graph *g, fe_val v, bool reference) {
-    if (v.var < 0) return v.add;
-    const fe_var_rec *r = &g->vars[v.var];
-    return v.mul * (reference ? r->ref_word : r->word) + v.add;
+    int64_t x = v.add;
+    if (v.var >= 0) x += v.mul * word(g, v.var, reference);
+    if (v.var2 >= 0) x += v.mul2 * word(g, v.var2, reference);
+    return x;
 }
 
 static bool same_signature(const fe_version *v, const fe_named_tensor *in, int n) {

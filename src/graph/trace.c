@@ -223,7 +223,7 @@ static fe_val declare_var(fe_trace *t, const char *name, fe_var_kind kind) {
         if (g->vars[i].kind != kind)
             fe_trace_fail(t, FE_E_INVALID, "per-call value \"%s\" is declared with two kinds",
                           name);
-        return (fe_val){i, 1, 0};
+        return (fe_val){.var = i, .var2 = -1, .mul = 1};
     }
     if (g->n_vars == (int)(sizeof g->vars / sizeof g->vars[0])) {
         fe_trace_fail(t, FE_E_INVALID, "more than %d per-call values", g->n_vars);
@@ -233,7 +233,7 @@ static fe_val declare_var(fe_trace *t, const char *name, fe_var_kind kind) {
     memset(v, 0, sizeof *v);
     snprintf(v->name, sizeof v->name, "%s", name);
     v->kind = kind;
-    return (fe_val){g->n_vars++, 1, 0};
+    return (fe_val){.var = g->n_vars++, .var2 = -1, .mul = 1};
 }
 
 fe_val fe_scratchpad(fe_trace *t, const char *name) { return declare_var(t, name, VAR_SCRATCHPAD); }
@@ -242,9 +242,33 @@ fe_val fe_dispatch_time(fe_trace *t, const char *name) {
     t->dispatch_time = true;
     return declare_var(t, name, VAR_DISPATCH);
 }
-fe_val fe_const(int64_t c) { return (fe_val){-1, 0, c}; }
-fe_val fe_val_add(fe_val v, int64_t c) { return (fe_val){v.var, v.mul, v.add + c}; }
-fe_val fe_val_mul(fe_val v, int64_t c) { return (fe_val){v.var, v.mul * c, v.add * c}; }
+fe_val fe_const(int64_t c) { return (fe_val){.var = -1, .var2 = -1, .add = c}; }
+fe_val fe_val_add(fe_val v, int64_t c) {
+    v.add += c;
+    return v;
+}
+fe_val fe_val_mul(fe_val v, int64_t c) {
+    v.mul *= c;
+    v.mul2 *= c;
+    v.add *= c;
+    return v;
+}
+
+fe_val fe_val_sum(fe_trace *t, fe_val a, fe_val b) {
+    fe_val r = a;
+    r.add += b.add;
+    int32_t vars[2] = {b.var, b.var2};
+    int64_t muls[2] = {b.mul, b.mul2};
+    for (int i = 0; i < 2; i++) {
+        if (vars[i] < 0) continue;
+        if (r.var == vars[i]) r.mul += muls[i];
+        else if (r.var2 == vars[i]) r.mul2 += muls[i];
+        else if (r.var < 0) r.var = vars[i], r.mul = muls[i];
+        else if (r.var2 < 0) r.var2 = vars[i], r.mul2 = muls[i];
+        else fe_trace_fail(t, FE_E_UNSUPPORTED, "fe_val_sum: a value may name at most two per-call values");
+    }
+    return r;
+}
 
 fe_h fe_carried_tensor(fe_trace *t, const char *name, fe_dtype dt, int rank, const int64_t *shape) {
     char path[96];
@@ -336,15 +360,16 @@ static void add_check(fe_trace *t, fe_val v, int64_t len, int64_t dim, const cha
 }
 
 static void var_name(const fe_trace *t, fe_val v, char *buf, size_t n) {
-    if (v.var < 0) snprintf(buf, n, "%lld", (long long)v.add);
-    else snprintf(buf, n, "%s", t->g->vars[v.var].name);
+    if (v.var < 0 && v.var2 < 0) snprintf(buf, n, "%lld", (long long)v.add);
+    else if (v.var2 < 0) snprintf(buf, n, "%s", t->g->vars[v.var].name);
+    else snprintf(buf, n, "%s+%s", t->g->vars[v.var].name, t->g->vars[v.var2].name);
 }
 
 fe_h fe_bound(fe_trace *t, fe_h x, int axis, fe_val n) {
     const fe_view *v = arg(t, x, "fe_bound");
     if (!v || !check_axis(t, v, axis, "fe_bound")) return FE_NO_TENSOR;
     fe_view r = *v;
-    if (n.var < 0) { /* a constant bound is a slice */
+    if (n.var < 0 && n.var2 < 0) { /* a constant bound is a slice */
         if (n.add < 0 || n.add > v->shape[axis]) {
             fe_trace_fail(t, FE_E_BOUNDS, "fe_bound: %lld rows of an axis of %lld",
                           (long long)n.add, (long long)v->shape[axis]);
@@ -365,10 +390,10 @@ fe_h fe_bound(fe_trace *t, fe_h x, int axis, fe_val n) {
 fe_h fe_at(fe_trace *t, fe_h x, int axis, fe_val pos, fe_val len) {
     const fe_view *v = arg(t, x, "fe_at");
     if (!v || !check_axis(t, v, axis, "fe_at")) return FE_NO_TENSOR;
-    if (len.var >= 0) {
+    if (len.var >= 0 || len.var2 >= 0) {
         fe_trace_fail(t, FE_E_INVALID, "fe_at: the length is the per-call value \"%s\" but a view's "
                       "size must be known when compiling; give a constant length and bound the "
-                      "work with fe_bound", t->g->vars[len.var].name);
+                      "work with fe_bound", t->g->vars[len.var >= 0 ? len.var : len.var2].name);
         return FE_NO_TENSOR;
     }
     if (len.add < 1 || len.add > v->shape[axis]) {
@@ -379,7 +404,7 @@ fe_h fe_at(fe_trace *t, fe_h x, int axis, fe_val pos, fe_val len) {
     fe_view r = *v;
     r.shape[axis] = len.add;
     r.has_bound[axis] = false;
-    if (pos.var < 0) {
+    if (pos.var < 0 && pos.var2 < 0) {
         if (pos.add < 0 || pos.add + len.add > v->shape[axis]) {
             fe_trace_fail(t, FE_E_BOUNDS, "fe_at: rows %lld..%lld of an axis of %lld",
                           (long long)pos.add, (long long)(pos.add + len.add), (long long)v->shape[axis]);
@@ -404,7 +429,7 @@ fe_h fe_at(fe_trace *t, fe_h x, int axis, fe_val pos, fe_val len) {
 fe_h fe_window(fe_trace *t, fe_h x, int axis, fe_val pos, int64_t len, fe_val n) {
     const fe_view *v = arg(t, x, "fe_window");
     if (!v || !check_axis(t, v, axis, "fe_window")) return FE_NO_TENSOR;
-    if (len < 1 || len > v->shape[axis] || (n.var < 0 && (n.add < 0 || n.add > len))) {
+    if (len < 1 || len > v->shape[axis] || (n.var < 0 && n.var2 < 0 && (n.add < 0 || n.add > len))) {
         fe_trace_fail(t, FE_E_BOUNDS, "fe_window: %lld rows (bound %lld) of an axis of %lld",
                       (long long)len, (long long)n.add, (long long)v->shape[axis]);
         return FE_NO_TENSOR;

@@ -1,0 +1,155 @@
+/* lm/weights.c: Llama weights from a GGUF file (names and shapes checked strictly) or drawn at
+ * random in the checkpoint's shapes (see weights.h). */
+#include "lm/weights.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "lm/gguf.h"
+
+void fe_llama_weights_free(fe_llama_weights *w) {
+    if (!w) return;
+    fe_free(w->layers);
+    fe_free(w->owned);
+    w->layers = NULL;
+    w->owned = NULL;
+}
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Each tensor in the random layout: a shape, and how to draw it. */
+typedef struct spec {
+    fe_tensor *t;
+    int rank;
+    int64_t rows, cols;
+    bool norm; /* a norm weight: near 1 */
+} spec;
+
+static int specs_of(const fe_lm_config *c, fe_llama_weights *w, spec *s) {
+    int n = 0;
+    int64_t d = c->hidden, q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
+    s[n++] = (spec){&w->embed, 2, c->vocab, d, false};
+    s[n++] = (spec){&w->norm, 1, d, 1, true};
+    if (!c->tied_embeddings) s[n++] = (spec){&w->lm_head, 2, c->vocab, d, false};
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        fe_llama_layer *L = &w->layers[l];
+        s[n++] = (spec){&L->attn_norm, 1, d, 1, true};
+        s[n++] = (spec){&L->wq, 2, q, d, false};
+        s[n++] = (spec){&L->wk, 2, kv, d, false};
+        s[n++] = (spec){&L->wv, 2, kv, d, false};
+        s[n++] = (spec){&L->wo, 2, d, q, false};
+        s[n++] = (spec){&L->ffn_norm, 1, d, 1, true};
+        s[n++] = (spec){&L->w_gate, 2, c->ffn, d, false};
+        s[n++] = (spec){&L->w_up, 2, c->ffn, d, false};
+        s[n++] = (spec){&L->w_down, 2, d, c->ffn, false};
+    }
+    return n;
+}
+
+fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint64_t seed,
+                                  fe_llama_weights *out, fe_error *err) {
+    memset(out, 0, sizeof *out);
+    if (dtype != FE_DTYPE_F32 && dtype != FE_DTYPE_BF16)
+        return fe_error_set(err, FE_E_DTYPE, "random weights are f32 or bf16; %s was asked",
+                            fe_dtype_info(dtype) ? fe_dtype_info(dtype)->name : "?");
+    fe_status st = fe_lm_config_validate(cfg, err);
+    if (st != FE_OK) return st;
+    out->cfg = *cfg;
+    out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
+    spec *s = fe_malloc(((size_t)cfg->n_layers * 9 + 3) * sizeof *s);
+    if (!out->layers || !s) {
+        fe_free(s);
+        fe_llama_weights_free(out);
+        return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
+    }
+    int n = specs_of(cfg, out, s);
+    size_t total = 0;
+    /* norms are f32 whatever the matrices are: the kernels read them as f32 */
+    for (int i = 0; i < n; i++)
+        total += (fe_dtype_bytes(s[i].norm ? FE_DTYPE_F32 : dtype, s[i].rows * s[i].cols) + 63) & ~(size_t)63;
+    char *mem = fe_aligned_alloc(64, total);
+    if (!mem) {
+        fe_free(s);
+        fe_llama_weights_free(out);
+        return fe_error_set(err, FE_E_NOMEM, "out of memory for %zu bytes of random weights", total);
+    }
+    out->owned = mem;
+    uint64_t rng = seed * 0x2545f4914f6cdd1dull + 1;
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = s[i].rows * s[i].cols, shape[2] = {s[i].rows, s[i].cols};
+        fe_dtype dt = s[i].norm ? FE_DTYPE_F32 : dtype;
+        /* uniform in [-a, a] has std a / sqrt 3: std 1 / sqrt(fan_in) */
+        double a = s[i].norm ? 0.1 : sqrt(3.0 / (double)s[i].cols);
+        for (int64_t e = 0; e < cnt; e++) {
+            double u = (double)(splitmix(&rng) >> 11) / 9007199254740992.0 * 2 - 1;
+            float v = (float)((s[i].norm ? 1.0 : 0.0) + a * u);
+            if (dt == FE_DTYPE_F32) ((float *)mem)[e] = v;
+            else ((uint16_t *)mem)[e] = fe_f32_to_bf16(v);
+        }
+        *s[i].t = fe_tensor_contiguous(mem, dt, s[i].rank, shape);
+        mem += (fe_dtype_bytes(dt, cnt) + 63) & ~(size_t)63;
+    }
+    if (cfg->tied_embeddings) out->lm_head = out->embed;
+    fe_free(s);
+    return FE_OK;
+}
+
+/* A GGUF tensor of the expected (ferrum-order) shape, as a view into the mapping. */
+static fe_status take(const fe_gguf *g, const char *name, int rank, int64_t rows, int64_t cols,
+                      fe_tensor *t, fe_error *err) {
+    int64_t shape[2] = {rows, cols};
+    const fe_gguf_tensor *gt;
+    fe_status st = fe_gguf_tensor_expect(g, name, rank, shape, &gt, err);
+    if (st != FE_OK) return st;
+    *t = fe_tensor_contiguous((void *)gt->data, gt->dtype, rank, shape);
+    if (rank == 2 && fe_dtype_info(gt->dtype)->block > 1 && cols % 32 != 0)
+        return fe_error_set(err, FE_E_FORMAT, "tensor %s: %lld columns are not whole %s blocks",
+                            name, (long long)cols, fe_dtype_info(gt->dtype)->name);
+    return FE_OK;
+}
+
+fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
+                                     fe_llama_weights *out, fe_error *err) {
+    memset(out, 0, sizeof *out);
+    out->cfg = *cfg;
+    out->rope_interleaved = true; /* llama.cpp's converter permutes q and k for GGML's rope */
+    out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
+    if (!out->layers) return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
+    int64_t d = cfg->hidden, q = cfg->n_heads * cfg->head_dim, kv = cfg->n_kv_heads * cfg->head_dim;
+    fe_status st = take(g, "token_embd.weight", 2, cfg->vocab, d, &out->embed, err);
+    if (st == FE_OK) st = take(g, "output_norm.weight", 1, d, 1, &out->norm, err);
+    if (st == FE_OK) {
+        if (fe_gguf_tensor_find(g, "output.weight")) st = take(g, "output.weight", 2, cfg->vocab, d, &out->lm_head, err);
+        else out->lm_head = out->embed;
+    }
+    for (int64_t l = 0; st == FE_OK && l < cfg->n_layers; l++) {
+        fe_llama_layer *L = &out->layers[l];
+        struct { const char *name; int rank; int64_t rows, cols; fe_tensor *t; } want[] = {
+            {"attn_norm", 1, d, 1, &L->attn_norm}, {"attn_q", 2, q, d, &L->wq},
+            {"attn_k", 2, kv, d, &L->wk},          {"attn_v", 2, kv, d, &L->wv},
+            {"attn_output", 2, d, q, &L->wo},      {"ffn_norm", 1, d, 1, &L->ffn_norm},
+            {"ffn_gate", 2, cfg->ffn, d, &L->w_gate}, {"ffn_up", 2, cfg->ffn, d, &L->w_up},
+            {"ffn_down", 2, d, cfg->ffn, &L->w_down},
+        };
+        for (size_t i = 0; st == FE_OK && i < sizeof want / sizeof want[0]; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, want[i].name);
+            st = take(g, name, want[i].rank, want[i].rows, want[i].cols, want[i].t, err);
+        }
+    }
+    /* every norm is read as f32 by the kernels */
+    for (int64_t l = 0; st == FE_OK && l < cfg->n_layers; l++)
+        if (out->layers[l].attn_norm.dtype != FE_DTYPE_F32 || out->layers[l].ffn_norm.dtype != FE_DTYPE_F32)
+            st = fe_error_set(err, FE_E_DTYPE, "blk.%lld norms must be f32 in the file", (long long)l);
+    if (st == FE_OK && out->norm.dtype != FE_DTYPE_F32)
+        st = fe_error_set(err, FE_E_DTYPE, "output_norm.weight must be f32 in the file");
+    if (st != FE_OK) fe_llama_weights_free(out);
+    return st;
+}

@@ -1,0 +1,44 @@
+/* lm/weights.h: a Llama-family model's weights as views (any dtype ferrum reads: f32, bf16,
+ * f16, q8_0, q4_0, q4_1), named as the model's body and the oracle see them, plus where they
+ * come from: a GGUF file, a safetensors checkpoint, or random numbers in the checkpoint's
+ * shapes. Shapes are (out, in) row-major, as checkpoints store matrices. */
+#ifndef FE_LM_WEIGHTS_H
+#define FE_LM_WEIGHTS_H
+
+#include "lm/config.h"
+#include "ferrum/ops.h"
+
+typedef struct fe_llama_layer {
+    fe_tensor attn_norm;           /* (hidden) */
+    fe_tensor wq, wk, wv, wo;      /* (heads*hd, hidden), (kv*hd, hidden) x2, (hidden, heads*hd) */
+    fe_tensor ffn_norm;            /* (hidden) */
+    fe_tensor w_gate, w_up, w_down; /* (ffn, hidden) x2, (hidden, ffn) */
+} fe_llama_layer;
+
+typedef struct fe_llama_weights {
+    fe_lm_config cfg;
+    fe_tensor embed;         /* (vocab, hidden) */
+    fe_tensor norm;          /* (hidden) */
+    fe_tensor lm_head;       /* (vocab, hidden): the embedding itself when tied */
+    fe_llama_layer *layers;  /* cfg.n_layers */
+    bool rope_interleaved;   /* GGUF's Llama q/k are permuted for pairs (2i, 2i+1); HF's use
+                              * rotate-half pairs (i, i + hd/2) */
+    void *owned;             /* memory the weights own (random fill), or NULL */
+    void *source;            /* the open checkpoint they map, or NULL */
+    int source_kind;         /* 0 none, 1 GGUF, 2 safetensors */
+} fe_llama_weights;
+
+/* Random weights in the checkpoint's shapes and `dtype` (f32 or bf16): matrices drawn
+ * uniform with std 1/sqrt(fan_in) so logits have a real spread, norms near 1. Deterministic
+ * in `seed`. Caller fe_llama_weights_free()s. */
+fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint64_t seed,
+                                  fe_llama_weights *out, fe_error *err);
+/* The weights of an open GGUF (borrowed: the file must stay open), names checked strictly:
+ * a missing, mis-shaped or mis-typed tensor is an error naming it, what was expected and
+ * what was found. */
+struct fe_gguf;
+fe_status fe_llama_weights_from_gguf(const struct fe_gguf *g, const fe_lm_config *cfg,
+                                     fe_llama_weights *out, fe_error *err);
+void fe_llama_weights_free(fe_llama_weights *w);
+
+#endif
