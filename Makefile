@@ -20,7 +20,7 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS_COMMON = -std=c11 $(OPT) -g -Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers -fvisibility=hidden -fPIC \
                 -D_GNU_SOURCE -Iinclude -Isrc -Itests -MMD -MP $(SAN)
-LDLIBS  = -ljansson -lxxhash -lpthread -lm
+LDLIBS  = -ljansson -lxxhash -lpcre2-8 -lpthread -lm
 ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISA_AVX2   = -mavx2 -mfma -mf16c
 
@@ -46,8 +46,9 @@ SETUP_STAMP := $(BUILD)/.setup-done
 .PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup
 all: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(BUILD)/ferrum
 
-# scripts/setup installs missing Debian packages; rerun whenever it changes.
-$(SETUP_STAMP): scripts/setup
+# scripts/setup installs missing Debian packages and fetches the default model (scripts/fetch-model);
+# rerun whenever either changes.
+$(SETUP_STAMP): scripts/setup scripts/fetch-model
 	@mkdir -p $(@D)
 	bash scripts/setup
 	@touch $@
@@ -74,6 +75,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferr
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $< $(BUILD)/libferrum.a $(LDLIBS)
+
+# bench_gemm also times OpenBLAS sgemm, its peer (Debian libopenblas-dev, benchmark only)
+$(BUILD)/bench/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $< $(BUILD)/libferrum.a $(LDLIBS) -lopenblas
 
 test: all $(TEST_BIN) fuzz-smoke
 	FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)

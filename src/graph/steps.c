@@ -158,6 +158,17 @@ static int record(fe_trace *t, int dst, const char *opname, const fe_h *inputs, 
                 ov.bound[d] = in0v.bound[d];
                 ov.has_bound[d] = true;
             }
+        for (int k = 0; k < op->n_values; k++) { /* bounds a value declares it carries out */
+            const fe_value_decl *vd = &op->values[k];
+            int oa = vd->bounds_out - 1;
+            const fe_view *src = st.operand[vd->operand] ? fe_trace_view(t, (fe_h){st.operand[vd->operand]}) : NULL;
+            if (oa < 0 || oa >= ov.rank || !src || vd->map != FE_MAP_BOUND) continue;
+            int sa = vd->axis < 0 ? src->rank + vd->axis : vd->axis;
+            if (sa >= 0 && sa < src->rank && src->has_bound[sa] && src->shape[sa] == ov.shape[oa]) {
+                ov.bound[oa] = src->bound[sa];
+                ov.has_bound[oa] = true;
+            }
+        }
         ov.buf = new_scratch(t, fe_dtype_bytes(o->dtype, n));
         if (ov.buf < 0) return 0;
         fe_h h = push_view(t, &ov);

@@ -84,6 +84,8 @@ typedef struct fe_value_decl {
     int operand, axis;  /* the operand axis whose bound the value follows; axis < 0 counts
                          * from the last (-1 is the last axis) */
     fe_value_map map;
+    int bounds_out;     /* 1 + the output axis this value bounds in a graph (0: only the rule
+                         * that outputs take operand 0's bounds on same-sized axes) */
 } fe_value_decl;
 
 /* A resolved design: what one compiled kernel is, whatever its extents. */

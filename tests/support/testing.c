@@ -91,6 +91,26 @@ void test_buf_draw(test_buf *b, fe_dtype dt, double lo, double hi, test_rng *r) 
         for (size_t i = 0; i < b->bytes; i++) b->mem[i] = (unsigned char)test_rng_next(r);
 }
 
+void test_buf_draw_ints(test_buf *b, fe_dtype dt, int64_t lo, int64_t hi, test_rng *r) {
+    size_t n = b->bytes / fe_dtype_info(dt)->size;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = lo + (int64_t)(test_rng_next(r) % (uint64_t)(hi - lo + 1));
+        switch (dt) {
+        case FE_DTYPE_I32: {
+            int32_t x = (int32_t)v;
+            memcpy(b->mem + 4 * i, &x, 4);
+            break;
+        }
+        case FE_DTYPE_I8:
+            b->mem[i] = (unsigned char)(int8_t)v;
+            break;
+        default:
+            b->mem[i] = (unsigned char)v;
+            break;
+        }
+    }
+}
+
 void test_buf_fill(test_buf *b, unsigned char byte) { memset(b->mem, byte, b->bytes); }
 
 static double load_float(const unsigned char *p, fe_dtype dt, size_t i) {

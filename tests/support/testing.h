@@ -33,6 +33,8 @@ void test_buf_free(test_buf *b);
 bool test_buf_guard_intact(const test_buf *b);
 /* Fills the span: floats uniform in [lo, hi] (converted for bf16/f16), integers random. */
 void test_buf_draw(test_buf *b, fe_dtype dt, double lo, double hi, test_rng *r);
+/* Fills the span of an integer buffer (i32, i8, u8) with integers uniform in [lo, hi]. */
+void test_buf_draw_ints(test_buf *b, fe_dtype dt, int64_t lo, int64_t hi, test_rng *r);
 /* Fills the span with one byte value (outputs start equal in kernel and reference runs). */
 void test_buf_fill(test_buf *b, unsigned char byte);
 

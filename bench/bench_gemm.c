@@ -1,0 +1,357 @@
+/* bench/bench_gemm.c: GEMM against this machine's FMA peak and against OpenBLAS.
+ *
+ * Prints the device line, then, in the same run and with every worker of the pool:
+ *   1. the FMA peak: each worker runs 16 independent chains of register-only vector FMAs
+ *      (zmm on AVX-512, ymm on AVX2); GFLOP/s = 2 x lanes x FMAs / time, best and median of
+ *      the repeats;
+ *   2. every GEMM case marked .bench in the registry, made at all workers and timed, paired
+ *      run by run with OpenBLAS cblas_sgemm (f32, C = A.B^T, the same thread count) on the
+ *      same M x N x K: median GFLOP/s with the slowest..fastest spread, % of the FMA peak
+ *      (target >= 70%), and ferrum/OpenBLAS as the median of the paired ratios (target
+ *      >= 0.9). bf16 cases are compared with OpenBLAS in f32 (it has no bf16 B).
+ *   3. the CPU share other processes took during the run.
+ * OpenBLAS runs the kernels it picks for this CPU (see peer_at_its_best).
+ * The VM is shared: every figure is a median with its spread, and pairing adjacent runs
+ * keeps the ratio honest when the host changes speed under us. */
+#include <cblas.h>
+#include <immintrin.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "ferrum/device.h"
+#include "ferrum/ops.h"
+#include "ops/op.h"
+
+enum { WARMUP = 2, MIN_RUNS = 7, MAX_RUNS = 15, PEAK_REPEATS = 9 };
+#define TIME_BUDGET_S 3.0 /* per case: stop after MIN_RUNS once past this */
+#define PEAK_TARGET 0.70
+#define PEER_TARGET 0.90
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(const double *v, int n) {
+    double s[64];
+    memcpy(s, v, (size_t)n * sizeof *v);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static double min_of(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double max_of(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* ---- 1. FMA peak ---- */
+
+typedef struct {
+    long iters;
+    float sink[64];
+} peak_ctx;
+
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
+__attribute__((target("avx512f,fma"))) static void peak_avx512(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m512 m = _mm512_set1_ps(0.999999f), s = _mm512_set1_ps(1e-6f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + (float)(i) * 1e-3f);
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, m, s);
+#define SUM(i) t = _mm512_add_ps(t, a##i);
+    CHAINS(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS(STEP) }
+    __m512 t = _mm512_setzero_ps();
+    CHAINS(SUM)
+    c->sink[ith % 64] = _mm512_reduce_add_ps(t);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+__attribute__((target("avx2,fma"))) static void peak_avx2(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m256 m = _mm256_set1_ps(0.999999f), s = _mm256_set1_ps(1e-6f);
+#define DECL(i) __m256 a##i = _mm256_set1_ps(1.0f + (float)(i) * 1e-3f);
+#define STEP(i) a##i = _mm256_fmadd_ps(a##i, m, s);
+#define SUM(i) t = _mm256_add_ps(t, a##i);
+    CHAINS(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS(STEP) }
+    __m256 t = _mm256_setzero_ps();
+    CHAINS(SUM)
+    float o[8];
+    _mm256_storeu_ps(o, t);
+    c->sink[ith % 64] = o[0];
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+/* GFLOP/s of all workers together, best and median of `repeats` runs. */
+static void fma_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes) {
+    const fe_device_info *info = fe_device_get_info(dev);
+    bool z = info->isa >= FE_ISA_AVX512 && info->features.avx512f;
+    *lanes = z ? 16 : info->features.avx2 && info->features.fma ? 8 : 0;
+    *best = *median = 0;
+    if (!*lanes) return;
+    peak_ctx c = {.iters = 1000000};
+    fe_step step = {.fn = z ? peak_avx512 : peak_avx2, .ctx = &c, .width = info->n_workers};
+    fe_device_dispatch(dev, &step, 1); /* warm up, clocks up */
+    double g[PEAK_REPEATS];
+    c.iters = 4000000;
+    if (repeats > PEAK_REPEATS) repeats = PEAK_REPEATS;
+    for (int r = 0; r < repeats; r++) {
+        uint64_t t0 = fe_time_ns();
+        fe_device_dispatch(dev, &step, 1);
+        double s = (double)(fe_time_ns() - t0) * 1e-9;
+        g[r] = 2.0 * *lanes * 16.0 * (double)c.iters * info->n_workers / s / 1e9;
+    }
+    *best = max_of(g, repeats);
+    *median = median_of(g, repeats);
+}
+
+/* ---- 2. GEMM cases ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float rng_float(void) { /* xorshift64*, uniform in [-1, 1) */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (float)((double)((rng_state * 0x2545f4914f6cdd1dull) >> 11) / 4503599627370496.0 - 1.0);
+}
+
+static void fill(fe_tensor *t) {
+    int64_t n = fe_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        float v = rng_float();
+        switch (t->dtype) {
+        case FE_DTYPE_F32: ((float *)t->data)[i] = v; break;
+        case FE_DTYPE_BF16: ((uint16_t *)t->data)[i] = fe_f32_to_bf16(v); break;
+        case FE_DTYPE_F16: ((uint16_t *)t->data)[i] = fe_f32_to_f16(v); break;
+        default: memset(t->data, 0x11, fe_dtype_bytes(t->dtype, n)); return;
+        }
+    }
+}
+
+typedef struct {
+    int cases, peak_ok, peer_ok, failed;
+} tally;
+
+static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double *peak,
+                       tally *tl) {
+    /* the peak again, right before the case: a neighbour that held a core while it was first
+     * measured would otherwise flatter every % of it */
+    double again, again_med;
+    int lanes;
+    fma_peak(dev, 3, &again, &again_med, &lanes);
+    if (again > *peak) *peak = again;
+    const fe_device_info *info = fe_device_get_info(dev);
+    double params[FE_MAX_PARAMS] = {0};
+    fe_tensor ops[FE_MAX_OPERANDS];
+    memset(ops, 0, sizeof ops);
+    op->operands_for(c, params, ops);
+    fe_setting tun = {"WIDTH", info->n_workers};
+    fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
+                         .params = c->params, .n_params = c->n_params, .tunables = &tun,
+                         .n_tunables = 1};
+    fe_error err = {0};
+    fe_kernel *k = NULL;
+    tl->cases++;
+    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) {
+        printf("  %-16s cannot make the kernel: %s\n", c->name, err.message);
+        tl->failed++;
+        return;
+    }
+    const int64_t M = ops[0].shape[0], K = ops[0].shape[1], N = ops[1].shape[0];
+    bool ok = true;
+    for (int i = 0; i < op->n_operands && ok; i++) {
+        if (ops[i].rank == 0) continue;
+        size_t bytes = fe_dtype_bytes(ops[i].dtype, fe_tensor_numel(&ops[i]));
+        ops[i].data = fe_aligned_alloc(64, bytes);
+        if (!ops[i].data) ok = false;
+        else if (op->operands[i].role == FE_IN) fill(&ops[i]);
+        else memset(ops[i].data, 0, bytes);
+    }
+    /* the peer's operands: A, B in f32, C */
+    float *pa = fe_aligned_alloc(64, (size_t)(M * K) * 4), *pb = fe_aligned_alloc(64, (size_t)(N * K) * 4);
+    float *pc = fe_aligned_alloc(64, (size_t)(M * N) * 4);
+    if (!pa || !pb || !pc) ok = false;
+    if (!ok) {
+        printf("  %-16s out of memory for the operands\n", c->name);
+        tl->failed++;
+    } else {
+        memcpy(pa, ops[0].data, (size_t)(M * K) * 4);
+        for (int64_t i = 0; i < N * K; i++) pb[i] = rng_float();
+        memset(pc, 0, (size_t)(M * N) * 4);
+        for (int w = 0; w < WARMUP && ok; w++) {
+            ok = fe_kernel_run(k, ops, op->n_operands, NULL, 0) == FE_OK;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f,
+                        pa, (int)K, pb, (int)K, 0.0f, pc, (int)N);
+        }
+        double flops = 2.0 * (double)M * (double)N * (double)K;
+        double g[MAX_RUNS], p[MAX_RUNS], ratio[MAX_RUNS];
+        int runs = 0;
+        uint64_t start = fe_time_ns();
+        while (ok && runs < MAX_RUNS) {
+            uint64_t t0 = fe_time_ns();
+            ok = fe_kernel_run(k, ops, op->n_operands, NULL, 0) == FE_OK;
+            uint64_t t1 = fe_time_ns();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f,
+                        pa, (int)K, pb, (int)K, 0.0f, pc, (int)N);
+            uint64_t t2 = fe_time_ns();
+            g[runs] = flops / ((double)(t1 - t0) * 1e-9) / 1e9;
+            p[runs] = flops / ((double)(t2 - t1) * 1e-9) / 1e9;
+            ratio[runs] = g[runs] / p[runs];
+            runs++;
+            if (runs >= MIN_RUNS && (double)(t2 - start) * 1e-9 > TIME_BUDGET_S) break;
+        }
+        if (!ok) {
+            printf("  %-16s run refused: %s\n", c->name, fe_kernel_message(k));
+            tl->failed++;
+        } else {
+            double gm = median_of(g, runs), pm = median_of(p, runs), rm = median_of(ratio, runs);
+            double pct = *peak > 0 ? gm / *peak : 0;
+            bool pk = pct >= PEAK_TARGET, pr = rm >= PEER_TARGET;
+            tl->peak_ok += pk;
+            tl->peer_ok += pr;
+            printf("  %-16s %4lld x %5lld x %5lld  %7.1f (%6.1f..%6.1f)  %5.1f%% %-5s  %7.1f "
+                   "(%6.1f..%6.1f)  %5.2f %-5s  MC=%lld NC=%lld KC=%lld\n",
+                   c->name, (long long)M, (long long)N, (long long)K, gm, min_of(g, runs),
+                   max_of(g, runs), 100 * pct, pk ? "PASS" : "BELOW", pm, min_of(p, runs),
+                   max_of(p, runs), rm, pr ? "PASS" : "BELOW",
+                   (long long)fe_kernel_tunable(k, "MC"), (long long)fe_kernel_tunable(k, "NC"),
+                   (long long)fe_kernel_tunable(k, "KC"));
+        }
+    }
+    fe_free(pa);
+    fe_free(pb);
+    fe_free(pc);
+    for (int i = 0; i < op->n_operands; i++) fe_free(ops[i].data);
+    fe_kernel_destroy(k);
+}
+
+/* ---- 3. noise ---- */
+
+static double machine_busy_s(void) {
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    unsigned long long v[8] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                     &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (got < 8) return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)(hz > 0 ? hz : 100);
+}
+
+static double self_cpu_s(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* OpenBLAS picks its kernels when it loads: from OPENBLAS_CORETYPE when that is set, else
+ * from cpuid. An environment that pins an older core (this VM's sets Haswell: AVX2 kernels
+ * on an AVX-512 machine) would make a weak peer, so the bench reruns itself without the
+ * variable and OpenBLAS runs what it picks for this CPU. FERRUM_BENCH_KEEP_CORETYPE=1 keeps
+ * it. */
+static void peer_at_its_best(char **argv) {
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    if (!set || getenv("FERRUM_BENCH_KEEP_CORETYPE")) return;
+    setenv("FERRUM_BENCH_DROPPED_CORETYPE", set, 1);
+    unsetenv("OPENBLAS_CORETYPE");
+    execv("/proc/self/exe", argv);
+    setenv("OPENBLAS_CORETYPE", getenv("FERRUM_BENCH_DROPPED_CORETYPE"), 1); /* exec failed */
+    unsetenv("FERRUM_BENCH_DROPPED_CORETYPE");
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    peer_at_its_best(argv);
+    uint64_t t_start = fe_time_ns();
+    double busy0 = machine_busy_s(), self0 = self_cpu_s();
+    fe_device_options o = fe_device_options_default();
+    fe_device *dev = NULL;
+    fe_error err = {0};
+    if (fe_device_create(&o, &dev, &err) != FE_OK) {
+        fprintf(stderr, "bench_gemm: %s\n", err.message);
+        return 1;
+    }
+    const fe_device_info *info = fe_device_get_info(dev);
+    /* OpenBLAS at the pool's thread count; then worker 0 (this thread) on CPU 0, as in
+     * bench_memory (the pool pins workers 1..n-1 and leaves the dispatcher to the OS) */
+    openblas_set_num_threads(info->n_workers);
+    if (o.pin) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        sched_setaffinity(0, sizeof set, &set); /* best effort */
+    }
+    char desc[512];
+    fe_device_describe(dev, desc, sizeof desc);
+    printf("machine: %s\n", desc);
+    double load[1] = {0};
+    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
+    const char *kept = getenv("OPENBLAS_CORETYPE"), *dropped = getenv("FERRUM_BENCH_DROPPED_CORETYPE");
+    printf("peer: %s, core %s (%s%s%s), %d threads\n", openblas_get_config(),
+           openblas_get_corename(), kept ? "OPENBLAS_CORETYPE=" : "from cpuid",
+           kept ? kept : dropped ? "; the environment's OPENBLAS_CORETYPE=" : "",
+           kept ? "" : dropped ? dropped : "", openblas_get_num_threads());
+    if (dropped) printf("  (dropped so that OpenBLAS runs its best kernels for this CPU)\n");
+
+    double peak, peak_med;
+    int lanes;
+    fma_peak(dev, PEAK_REPEATS, &peak, &peak_med, &lanes);
+    if (lanes)
+        printf("\nFMA peak: %d workers x 16 chains of %d-lane FMAs in registers: best %.1f "
+               "GFLOP/s (%.1f per worker), median %.1f\n", info->n_workers, lanes, peak,
+               peak / info->n_workers, peak_med);
+    else
+        printf("\nFMA peak: no AVX2/AVX-512 FMA on this device; %% of peak not judged\n");
+
+    const fe_op *op = fe_op_find("GEMM");
+    if (!op) {
+        fprintf(stderr, "bench_gemm: no GEMM operator in the registry\n");
+        fe_device_destroy(dev);
+        return 1;
+    }
+    printf("\nGEMM C = A.B^T at %d workers, %s kernels; GFLOP/s = 2MNK / time, median "
+           "(slowest..fastest);\n  %%peak = median / best FMA peak (PASS >= %.0f%%); "
+           "vs OpenBLAS = median of ferrum/OpenBLAS over adjacent pairs (PASS >= %.2f)\n",
+           info->n_workers, fe_isa_name(info->isa), PEAK_TARGET * 100, PEER_TARGET);
+    printf("  %-16s %-22s  %-24s  %-12s %-24s  %s\n", "case (B dtype)", "M x N x K",
+           "ferrum GFLOP/s", "%peak", "OpenBLAS f32 GFLOP/s", "ferrum/OpenBLAS");
+    tally tl = {0};
+    for (int j = 0; j < op->n_cases; j++)
+        if (op->cases[j].bench) bench_case(dev, op, &op->cases[j], &peak, &tl);
+    if (lanes) printf("  (FMA peak, re-measured before each case, best of all: %.1f GFLOP/s)\n", peak);
+
+    double wall = (double)(fe_time_ns() - t_start) * 1e-9;
+    double busy1 = machine_busy_s(), self1 = self_cpu_s();
+    if (busy0 >= 0 && busy1 >= 0) {
+        double others = (busy1 - busy0) - (self1 - self0);
+        if (others < 0) others = 0;
+        printf("\nother processes used %.0f%% of the machine's %d CPUs during the run%s\n",
+               100.0 * others / (wall * info->n_cores), info->n_cores,
+               others > 0.1 * wall ? " -- numbers are disturbed" : "");
+    }
+    printf("%d cases: %d at >= %.0f%% of peak, %d at >= %.2f x OpenBLAS, %d not run; %.1f s\n",
+           tl.cases, tl.peak_ok, PEAK_TARGET * 100, tl.peer_ok, PEER_TARGET, tl.failed, wall);
+    fe_device_destroy(dev);
+    return tl.failed ? 1 : 0;
+}

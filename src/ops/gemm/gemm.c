@@ -1,0 +1,357 @@
+/* ops/gemm/gemm.c: the GEMM declaration: C (M, N) = epilogue(A (M, K) . B (N, K)^T) for
+ * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
+ * tunables (block sizes resolved from the device's caches), infer, the double-precision
+ * reference, cost, workspace and test cases. The kernels are in kernels.inc (see gemm.h). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "ops/gemm/gemm.h"
+#include "ops/quant/quant.h"
+
+static const fe_kernel_decl kernels[] = {
+    {FE_ISA_SCALAR, fe_gemm_scalar, 1},
+    {FE_ISA_AVX2, fe_gemm_avx2, 8},      /* the K step of the packing transposes */
+    {FE_ISA_AVX512, fe_gemm_avx512, 16},
+};
+
+static const char *const activations[] = {"none", "silu", "gelu", NULL};
+
+static const fe_param_decl params[] = {
+    [GM_P_ACT] = {"activation", FE_PARAM_CHOICE, GM_ACT_NONE, 1, 0, activations,
+                  "applied after the bias: none, silu (x sigmoid(x)), gelu (tanh form, "
+                  "0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))))"},
+    [GM_P_CMIN] = {"clamp_min", FE_PARAM_FLOAT, 0, 1, 0, NULL,
+                   "lower clamp, last in the epilogue; clamps only when clamp_min < clamp_max"},
+    [GM_P_CMAX] = {"clamp_max", FE_PARAM_FLOAT, 0, 1, 0, NULL,
+                   "upper clamp; clamp_min = clamp_max (default 0, 0) turns the clamp off"},
+};
+
+static const fe_tunable_decl tunables[] = {
+    [GM_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},
+    [GM_MC] = {"MC", {.kind = FE_DOMAIN_CHOICES, .choices = {64, 128, 192, 256, 384, 512},
+                      .n_choices = 6}, 512, true,
+               "rows of A per packed block (rounded up to the micro-tile's rows): MC x KC "
+               "floats of packed A, packed at once and walked panel by panel"},
+    [GM_NC] = {"NC", {.kind = FE_DOMAIN_CHOICES, .choices = {256, 512, 1024, 2048, 4096, 8192},
+                      .n_choices = 6}, 2048, true,
+               "columns of C (rows of B) per packed B block: KC x NC floats per worker, "
+               "re-read once per A panel; A is repacked once per NC columns"},
+    [GM_KC] = {"KC", {.kind = FE_DOMAIN_CHOICES, .choices = {128, 192, 256, 384, 512},
+                      .n_choices = 5}, 512, true,
+               "depth of a packed block (whole quant blocks): one MR x KC A panel stays in L1"},
+};
+
+static const fe_operand_decl operands[] = {
+    [GM_A] = {"a", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2, .draw_lo = -1, .draw_hi = 1},
+    [GM_B] = {"b", FE_IN,
+              FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) |
+                  FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1),
+              2, 2, .draw_lo = -1, .draw_hi = 1},
+    [GM_BIAS] = {"bias", FE_IN, FE_DT(FE_DTYPE_F32), 1, 1, .optional = true, .draw_lo = -1,
+                 .draw_hi = 1},
+    [GM_RES] = {"residual", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2, .optional = true,
+                .draw_lo = -1, .draw_hi = 1},
+    [GM_C] = {"c", FE_OUT, FE_DT(FE_DTYPE_F32), 2, 2},
+};
+
+static const char *const extents[] = {[GM_M] = "M", [GM_N] = "N", [GM_K] = "K"};
+
+static const fe_value_decl values[] = {
+    [GM_V_ROWS] = {"rows", "M", 0, "rows of A and C to compute: the first rows (the rest of C "
+                   "is untouched)", GM_A, 0, FE_MAP_BOUND},
+    [GM_V_K] = {"k", "K", 1, "columns of A and B that contribute: the first k", GM_A, 1,
+                FE_MAP_BOUND},
+};
+
+static fe_status infer(fe_op_ctx *c) {
+    const fe_tensor *a = &c->operands[GM_A], *b = &c->operands[GM_B], *o = &c->operands[GM_C];
+    const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[0];
+    if (b->shape[1] != K)
+        return fe_op_refuse(c, FE_E_SHAPE, "b must be (N, K) with K = a's columns (%lld): C = "
+                            "A.B^T takes one row of b per column of C; b is (%lld, %lld) (a "
+                            "(K, N) matrix must be transposed first)", (long long)K,
+                            (long long)b->shape[0], (long long)b->shape[1]);
+    const fe_dtype_traits *bt = fe_dtype_info(b->dtype);
+    if (bt->block > 1 && K % bt->block != 0)
+        return fe_op_refuse(c, FE_E_SHAPE, "b is %s, so its rows must be whole %d-element "
+                            "blocks: K = %lld is not a multiple of %d; pad K with zero columns "
+                            "in a and b, or store b as f32, bf16 or f16", bt->name, bt->block,
+                            (long long)K, bt->block);
+    if (o->shape[0] != M || o->shape[1] != N)
+        return fe_op_refuse(c, FE_E_SHAPE, "c must be (M, N) = (%lld, %lld): a's rows by b's "
+                            "rows; it is (%lld, %lld)", (long long)M, (long long)N,
+                            (long long)o->shape[0], (long long)o->shape[1]);
+    if (c->present[GM_BIAS] && c->operands[GM_BIAS].shape[0] != N)
+        return fe_op_refuse(c, FE_E_SHAPE, "bias must be (N) = (%lld), one value per column "
+                            "of c; it is (%lld): give an N-vector or leave it absent (rank 0)",
+                            (long long)N, (long long)c->operands[GM_BIAS].shape[0]);
+    if (c->present[GM_RES] && (c->operands[GM_RES].shape[0] != M ||
+                               c->operands[GM_RES].shape[1] != N))
+        return fe_op_refuse(c, FE_E_SHAPE, "residual must be shaped like c, (M, N) = (%lld, "
+                            "%lld); it is (%lld, %lld): give one of c's shape or leave it "
+                            "absent (rank 0)", (long long)M, (long long)N,
+                            (long long)c->operands[GM_RES].shape[0],
+                            (long long)c->operands[GM_RES].shape[1]);
+    if (c->params[GM_P_CMIN] > c->params[GM_P_CMAX])
+        return fe_op_refuse(c, FE_E_INVALID, "clamp_min = %g is above clamp_max = %g: give "
+                            "clamp_min < clamp_max to clamp, or equal values (default 0, 0) "
+                            "for no clamp", c->params[GM_P_CMIN], c->params[GM_P_CMAX]);
+    c->ext[GM_M] = M;
+    c->ext[GM_N] = N;
+    c->ext[GM_K] = K;
+    return FE_OK;
+}
+
+/* For graphs: c = (M, N) f32, M from a's rows, N from b's rows. */
+static void shape_out(fe_op_ctx *c) {
+    if (c->operands[GM_A].rank != 2 || c->operands[GM_B].rank != 2) return; /* infer says why */
+    const int64_t mn[2] = {c->operands[GM_A].shape[0], c->operands[GM_B].shape[0]};
+    c->operands[GM_C] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+}
+
+/* The largest choice of tunable t with choice * unit <= budget (else the smallest). */
+static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) {
+    int64_t best = t->domain.choices[0];
+    for (int i = 0; i < t->domain.n_choices; i++)
+        if ((double)t->domain.choices[i] * unit <= budget && t->domain.choices[i] > best)
+            best = t->domain.choices[i];
+    return best;
+}
+
+/* Block sizes from the device's caches only (never the extents: one design serves all):
+ * an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an MC x KC A block
+ * in L2 (packed, then walked panel by panel), and the KC x NC B block in a share of the LLC
+ * (re-read once per A panel; larger NC repacks A less often). */
+static void resolve(fe_op_ctx *c) {
+    int mr, nr;
+    gm_tile(c->dev->isa, &mr, &nr);
+    double l1 = c->dev->l1d_bytes ? (double)c->dev->l1d_bytes : 32768.0;
+    double l2 = c->dev->l2_bytes ? (double)c->dev->l2_bytes : 1048576.0;
+    double l3 = c->dev->l3_bytes ? (double)c->dev->l3_bytes : 8388608.0;
+    int workers = c->dev->n_workers > 0 ? c->dev->n_workers : 1;
+    if (!c->tunable_set[GM_KC]) {
+        c->tunables[GM_KC] = fit_choice(&tunables[GM_KC], 4.0 * mr, l1 * 2 / 3);
+        c->tunable_set[GM_KC] = true;
+    }
+    double kc = (double)c->tunables[GM_KC];
+    if (!c->tunable_set[GM_MC]) {
+        c->tunables[GM_MC] = fit_choice(&tunables[GM_MC], 4.0 * kc, l2);
+        c->tunable_set[GM_MC] = true;
+    }
+    if (!c->tunable_set[GM_NC]) {
+        c->tunables[GM_NC] = fit_choice(&tunables[GM_NC], 4.0 * kc, l3 / (4.0 * workers));
+        c->tunable_set[GM_NC] = true;
+    }
+}
+
+static double act_ref(double x, int act) {
+    if (act == GM_ACT_SILU) return x / (1.0 + exp(-x));
+    if (act == GM_ACT_GELU)
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return x;
+}
+
+/* Plain double loops: rows of B decoded by fe_dequant_row (GROUP at a time, once each, held
+ * in double), then for every row of A the dot products with them over the first k columns,
+ * in double, and the epilogue. If the buffers cannot be had, C's rows are written NaN (a
+ * test then fails loudly). */
+static void reference(const fe_args *args, const fe_design *d) {
+    enum { GROUP = 8 };
+    const int64_t N = args->ext[GM_N], K = args->ext[GM_K];
+    const int64_t rows = args->v[GM_V_ROWS], k = args->v[GM_V_K];
+    const fe_dtype dt = d->dtypes[GM_B];
+    const size_t row_bytes = fe_dtype_bytes(dt, K);
+    const float *A = args->t[GM_A].data;
+    const char *B = args->t[GM_B].data;
+    const float *bias = d->present[GM_BIAS] ? args->t[GM_BIAS].data : NULL;
+    const float *res = d->present[GM_RES] ? args->t[GM_RES].data : NULL;
+    float *C = args->t[GM_C].data;
+    const int act = (int)d->params[GM_P_ACT];
+    const double lo = (float)d->params[GM_P_CMIN], hi = (float)d->params[GM_P_CMAX];
+    float *row = fe_malloc((size_t)K * sizeof *row);
+    double *w = fe_malloc((size_t)K * GROUP * sizeof *w); /* w[p * GROUP + j]: B[n0 + j, p] */
+    for (int64_t n0 = 0; n0 < N; n0 += GROUP) {
+        const int g = (int)(N - n0 < GROUP ? N - n0 : GROUP);
+        for (int j = 0; row && w && j < GROUP; j++) {
+            if (j < g) fe_dequant_row(dt, B + (n0 + j) * row_bytes, row, K);
+            for (int64_t p = 0; p < k; p++) w[p * GROUP + j] = j < g ? row[p] : 0.0;
+        }
+        for (int64_t m = 0; m < rows; m++) {
+            const float *x = A + m * K;
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+            for (int64_t p = 0; row && w && p < k; p++) { /* eight sums kept in registers */
+                const double a = x[p], *b = w + p * GROUP;
+                s0 += a * b[0], s1 += a * b[1], s2 += a * b[2], s3 += a * b[3];
+                s4 += a * b[4], s5 += a * b[5], s6 += a * b[6], s7 += a * b[7];
+            }
+            const double s[GROUP] = {s0, s1, s2, s3, s4, s5, s6, s7};
+            for (int j = 0; j < g; j++) {
+                const int64_t i = m * N + n0 + j;
+                double v = s[j] + (bias ? bias[n0 + j] : 0.0);
+                v = act_ref(v, act);
+                if (res) v += res[i];
+                if (lo < hi) v = v < lo ? lo : v > hi ? hi : v;
+                C[i] = row && w ? (float)v : NAN;
+            }
+        }
+    }
+    fe_free(row);
+    fe_free(w);
+}
+
+/* FLOPs of the products (the epilogue is not counted); bytes of A, B (its dtype's bytes
+ * over the first k columns, whole blocks), C, and the bias and residual when present. */
+static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
+    const double rows = (double)a->v[GM_V_ROWS], N = (double)a->ext[GM_N];
+    const int64_t k = a->v[GM_V_K], blk = fe_dtype_info(d->dtypes[GM_B])->block;
+    out->flops = 2.0 * rows * N * (double)k;
+    out->bytes = rows * (double)k * 4.0 +
+                 N * (double)fe_dtype_bytes(d->dtypes[GM_B], (k + blk - 1) / blk * blk) +
+                 rows * N * 4.0 * (d->present[GM_RES] ? 2.0 : 1.0) +
+                 (d->present[GM_BIAS] ? N * 4.0 : 0.0);
+}
+
+/* c must not share memory with an input: partial sums land in c before the last K block
+ * reads the residual (and a or b would be overwritten while still read). */
+static bool overlaps(const fe_tensor *x, const fe_tensor *y) {
+    if (!x->rank || !y->rank) return false;
+    uintptr_t x0 = (uintptr_t)x->data, y0 = (uintptr_t)y->data;
+    uintptr_t xb = fe_dtype_bytes(x->dtype, fe_tensor_numel(x));
+    uintptr_t yb = fe_dtype_bytes(y->dtype, fe_tensor_numel(y));
+    return x0 < y0 + yb && y0 < x0 + xb;
+}
+
+static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t why_n) {
+    (void)d;
+    static const char *const names[] = {"a", "b", "bias", "residual"};
+    for (int i = GM_A; i <= GM_RES; i++)
+        if (overlaps(&a->t[i], &a->t[GM_C])) {
+            snprintf(why, why_n, "c overlaps %s: C = A.B^T is not computed in place (partial "
+                     "sums land in c before %s is fully read); give c its own buffer",
+                     names[i], names[i]);
+            return FE_E_INVALID;
+        }
+    return FE_OK;
+}
+
+/* Packed A, packed B (and decoded quant rows) per worker, at the kernel's extents. */
+static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
+    gm_plan p;
+    gm_plan_make(a, d, &p);
+    return (size_t)p.stride * 4 * (size_t)(nth > 0 ? nth : 1);
+}
+
+/* Case names are "<b dtype>/<what>"; dims are {M, N, K}. */
+static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
+    (void)p;
+    fe_dtype bdt = FE_DTYPE_F32;
+    const char *slash = strchr(c->name, '/');
+    char name[16];
+    if (slash && (size_t)(slash - c->name) < sizeof name) {
+        memcpy(name, c->name, (size_t)(slash - c->name));
+        name[slash - c->name] = '\0';
+        if (fe_dtype_from_name(name, &bdt) != FE_OK) bdt = FE_DTYPE_F32;
+    }
+    const int64_t M = c->dims[0], N = c->dims[1], K = c->dims[2];
+    const int64_t mk[2] = {M, K}, nk[2] = {N, K}, mn[2] = {M, N};
+    out[GM_A] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
+    out[GM_B] = fe_tensor_contiguous(NULL, bdt, 2, nk);
+    out[GM_BIAS] = c->absent & (1u << GM_BIAS) ? (fe_tensor){.rank = 0}
+                                               : fe_tensor_contiguous(NULL, FE_DTYPE_F32, 1, &N);
+    out[GM_RES] = c->absent & (1u << GM_RES) ? (fe_tensor){.rank = 0}
+                                             : fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+    out[GM_C] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+}
+
+#define NO_BIAS (1u << GM_BIAS)
+#define NO_RES (1u << GM_RES)
+#define PLAIN (NO_BIAS | NO_RES)
+#define SHAPE(m, n, k) .dims = {m, n, k}, .n_dims = 3
+
+/* The catalog also runs every case at the middle bound (rows = M/2 + 1, k = K/2 + 1) and the
+ * minimum (rows 0, k 1): M = 1, 4, 32, 126, 128 put the middle rows at 1, 3, 17, 64, 65. */
+static const fe_case cases[] = {
+    {.name = "f32/small", SHAPE(5, 40, 64), .absent = PLAIN},
+    {.name = "f32/odd", SHAPE(7, 33, 100), .absent = PLAIN},
+    {.name = "bf16/odd", SHAPE(7, 33, 100), .absent = PLAIN},
+    {.name = "f16/odd", SHAPE(7, 33, 100), .absent = PLAIN},
+    {.name = "q8_0/odd", SHAPE(7, 33, 96), .absent = PLAIN},
+    {.name = "q4_0/odd", SHAPE(7, 33, 128), .absent = PLAIN},
+    {.name = "q4_1/odd", SHAPE(7, 33, 64), .absent = PLAIN},
+    {.name = "f32/bias", SHAPE(6, 50, 70), .absent = NO_RES},
+    {.name = "f32/residual", SHAPE(6, 50, 70), .absent = NO_BIAS},
+    {.name = "f32/silu", SHAPE(6, 50, 70), .params = {{"activation", GM_ACT_SILU}},
+     .n_params = 1, .absent = PLAIN},
+    {.name = "f32/gelu", SHAPE(6, 50, 70), .params = {{"activation", GM_ACT_GELU}},
+     .n_params = 1, .absent = PLAIN},
+    {.name = "f32/clamp", SHAPE(6, 50, 70), .params = {{"clamp_min", -1}, {"clamp_max", 1}},
+     .n_params = 2, .absent = PLAIN},
+    {.name = "bf16/all", SHAPE(9, 48, 96),
+     .params = {{"activation", GM_ACT_SILU}, {"clamp_min", -2}, {"clamp_max", 2}}, .n_params = 3},
+    {.name = "q4_1/all", SHAPE(9, 48, 96),
+     .params = {{"activation", GM_ACT_GELU}, {"clamp_min", -1.5}, {"clamp_max", 3}},
+     .n_params = 3},
+    {.name = "f16/bias_gelu", SHAPE(17, 40, 48), .params = {{"activation", GM_ACT_GELU}},
+     .n_params = 1, .absent = NO_RES},
+    {.name = "f32/rows_1", SHAPE(1, 33, 64), .absent = PLAIN},
+    {.name = "f32/rows_3", SHAPE(4, 40, 48), .absent = PLAIN},
+    {.name = "f32/rows_17", SHAPE(32, 33, 50), .absent = PLAIN},
+    {.name = "bf16/rows_64", SHAPE(126, 40, 40), .absent = NO_BIAS},
+    {.name = "f32/rows_65", SHAPE(128, 33, 40), .absent = PLAIN},
+    {.name = "q8_0/rows_65", SHAPE(128, 20, 64), .absent = PLAIN},
+    {.name = "f32/n_edges", SHAPE(15, 97, 33), .absent = PLAIN},
+    {.name = "f32/n31", SHAPE(6, 31, 70), .absent = NO_RES},
+    {.name = "f16/n63", SHAPE(3, 63, 20), .absent = PLAIN},
+    /* past the default blocks: several K blocks, N blocks, M blocks */
+    {.name = "f32/deep", SHAPE(5, 40, 600), .absent = PLAIN},
+    {.name = "q8_0/deep", SHAPE(3, 20, 640), .absent = NO_BIAS},
+    {.name = "bf16/wide", SHAPE(3, 2100, 24), .absent = NO_RES},
+    {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
+    /* extensive: model shapes (SmolLM2 576/1536/49152, Gemma 640/262144) */
+    {.name = "f32/rows_300", SHAPE(598, 576, 576), .absent = PLAIN, .extensive = true},
+    {.name = "bf16/rows_512", SHAPE(512, 576, 576), .params = {{"activation", GM_ACT_SILU}},
+     .n_params = 1, .extensive = true},
+    {.name = "bf16/mlp_1536", SHAPE(512, 1536, 576), .absent = PLAIN, .extensive = true},
+    {.name = "q8_0/down_576", SHAPE(256, 576, 1536), .absent = NO_BIAS, .extensive = true},
+    {.name = "bf16/vocab_49152", SHAPE(64, 49152, 576), .absent = PLAIN, .extensive = true},
+    {.name = "q4_0/vocab_262144", SHAPE(16, 262144, 640), .absent = PLAIN, .extensive = true},
+    /* benchmarks (M x N x K) */
+    {.name = "f32/2048x2048", SHAPE(512, 2048, 2048), .absent = PLAIN, .extensive = true,
+     .bench = true},
+    {.name = "bf16/2048x2048", SHAPE(512, 2048, 2048), .absent = PLAIN, .extensive = true,
+     .bench = true},
+    {.name = "f32/8192x2048", SHAPE(512, 8192, 2048), .absent = PLAIN, .extensive = true,
+     .bench = true},
+    {.name = "bf16/8192x2048", SHAPE(512, 8192, 2048), .absent = PLAIN, .extensive = true,
+     .bench = true},
+    {.name = "f32/2048x8192", SHAPE(512, 2048, 8192), .absent = PLAIN, .extensive = true,
+     .bench = true},
+    {.name = "bf16/2048x8192", SHAPE(512, 2048, 8192), .absent = PLAIN, .extensive = true,
+     .bench = true},
+};
+
+FE_OP_DEFINE(gemm) {
+    .name = "GEMM",
+    .summary = "C = A.B^T (+ bias) -> activation (+ residual) -> clamp; B f32/bf16/f16/q8_0/"
+               "q4_0/q4_1",
+    .params = params, .n_params = FE_COUNT(params),
+    .tunables = tunables, .n_tunables = FE_COUNT(tunables),
+    .operands = operands, .n_operands = FE_COUNT(operands),
+    .extents = extents, .n_extents = FE_COUNT(extents),
+    .values = values, .n_values = FE_COUNT(values),
+    .infer = infer,
+    .shape_out = shape_out,
+    .resolve = resolve,
+    .reference = reference,
+    .kernels = kernels, .n_kernels = FE_COUNT(kernels),
+    .cost = cost,
+    .workspace = workspace,
+    .check = check,
+    .operands_for = operands_for,
+    .cases = cases, .n_cases = FE_COUNT(cases),
+    .rtol = 1e-4, .atol = 1e-4,
+    .roof = FE_ROOF_COMPUTE,
+};

@@ -1,0 +1,61 @@
+/* ops/gemm/plan.c: the GEMM plan every ISA's kernel and the declaration share: micro-tiles
+ * per ISA, block sizes clipped to the extents, the per-worker workspace layout, and how
+ * workers split the work (see gemm.h). Compiled once, for baseline x86-64. */
+#include "ops/gemm/gemm.h"
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void gm_tile(fe_isa isa, int *mr, int *nr) {
+    switch (isa) {
+    case FE_ISA_AVX512: *mr = GM_MR_AVX512, *nr = GM_NR_AVX512; break;
+    case FE_ISA_AVX2: *mr = GM_MR_AVX2, *nr = GM_NR_AVX2; break;
+    default: *mr = GM_MR_SCALAR, *nr = GM_NR_SCALAR; break;
+    }
+}
+
+void gm_plan_make(const fe_args *a, const fe_design *d, gm_plan *p) {
+    gm_tile(d->isa, &p->mr, &p->nr);
+    int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
+    /* blocks never larger than the (rounded-up) extents: a small GEMM takes a small
+     * workspace; the kernel computes the same numbers, so the layout agrees */
+    p->mc = min64(round_up(d->tunables[GM_MC], p->mr), round_up(M, p->mr));
+    p->nc = min64(round_up(d->tunables[GM_NC], p->nr), round_up(N, p->nr));
+    p->kc = min64(round_up(d->tunables[GM_KC], GM_KSTEP), round_up(K, GM_KSTEP));
+    bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
+    p->ap = round_up(p->mc * p->kc, 16);
+    p->bp = round_up(p->nc * p->kc, 16);
+    p->tmp = blocks ? round_up((int64_t)p->nr * p->kc, 16) : 0;
+    p->stride = p->ap + p->bp + p->tmp;
+}
+
+/* Cost of one worker's share on a wm x wn grid, in micro-tile units: its tiles, plus packing
+ * its B panels (about one tile's time per panel when widening, more when dequantising). */
+static int64_t grid_cost(int64_t mt, int64_t np, int64_t wm, int64_t wn, int64_t pack) {
+    return ceil_div(np, wn) * (ceil_div(mt, wm) + pack);
+}
+
+void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int ith, int nth,
+              int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
+    *m0 = *m1 = *n0 = *n1 = 0;
+    int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr);
+    if (mt == 0 || np == 0 || nth < 1) return;
+    int64_t pack = fe_dtype_info(d->dtypes[GM_B])->block > 1 ? 4 : 1;
+    /* Split N first (each worker packs only its own B panels, B is read once in all);
+     * split M too only where that balances better (few N panels per worker, many rows). */
+    int64_t best_m = 1, best_n = 1, best = grid_cost(mt, np, 1, 1, pack);
+    for (int64_t wn = 1; wn <= nth; wn++)
+        for (int64_t wm = 1; wm * wn <= nth; wm++) {
+            int64_t c = grid_cost(mt, np, wm, wn, pack);
+            if (c < best || (c == best && wn > best_n)) best = c, best_m = wm, best_n = wn;
+        }
+    if (ith >= best_m * best_n) return;
+    int64_t t0, t1, q0, q1;
+    fe_split(mt, (int)(ith / best_n), (int)best_m, 1, &t0, &t1);
+    fe_split(np, (int)(ith % best_n), (int)best_n, 1, &q0, &q1);
+    *m0 = t0 * p->mr;
+    *m1 = min64(t1 * p->mr, rows);
+    *n0 = q0 * p->nr;
+    *n1 = min64(q1 * p->nr, n);
+}

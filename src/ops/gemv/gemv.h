@@ -1,0 +1,99 @@
+/* ops/gemv/gemv.h: what the GEMV operator's declaration (gemv.c), its shared helpers
+ * (shared.c) and its per-ISA kernels (scalar.c, avx2.c, avx512.c over driver.inc) share.
+ *
+ * GEMV is y = W·x with W as a checkpoint stores it: (N, K) row-major, or (G, N, K) with
+ * batch b using W[b / repeat]; dtypes f32, bf16, f16, q8_0, q4_0, q4_1; x (B, K) f32;
+ * y (B, N) f32. An rmsnorm prologue normalises x first; an epilogue applies silu, swiglu
+ * (with the paired Up matrix) or adds a residual. With act_int8 (q8_0 only) x is quantised
+ * per 32-block to int8 and the dot products are exact integer sums per block.
+ *
+ * Workers split the bounded rows (never K), so no reduction crosses workers. Each worker
+ * prepares x ("x prep": normalised, laid out for the ISA's bf16 widening, quantised) for up
+ * to a chunk of batches into its own slice of the workspace, then sweeps its rows as
+ * rows_per_step streams (its rows cut into that many contiguous runs, one row of each per
+ * step), each step dotting those W rows with every batch of the chunk that reads that
+ * matrix (the rows stay in L1/L2 across those batches). See driver.inc. */
+#ifndef FE_OPS_GEMV_H
+#define FE_OPS_GEMV_H
+
+#include <math.h>
+
+#include "ops/op.h"
+
+enum { GEMV_W, GEMV_X, GEMV_UP, GEMV_RES, GEMV_NW, GEMV_Y };           /* operands */
+enum { GEMV_EPI, GEMV_PRO, GEMV_EPS, GEMV_REPEAT, GEMV_INT8 };          /* params */
+enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL };
+enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
+enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF };                      /* tunables */
+enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
+enum { GEMV_V_ROWS, GEMV_V_BATCHES };                                   /* per-call values */
+
+/* How the int8 dot products run (act_int8 designs): emulated with 16-bit multiply-adds
+ * (every ISA), or with AVX512-VNNI vpdpbusd (the avx512 kernel, only where the device has
+ * avx512vnni: the tunable int8_dot says which). Both give the same integers. */
+enum { GEMV_I8_NONE = 0, GEMV_I8_EMUL, GEMV_I8_VNNI };
+
+enum { GEMV_MAX_RPS = 8, GEMV_ROW_ALIGN = 16, GEMV_CHUNK = 8 };
+
+/* The shape of one run, read from args and design. */
+typedef struct gemv_shape {
+    fe_dtype dt;
+    int64_t B, N, K, G, KP; /* KP: K rounded up to 64 (the padded length of prepared x) */
+    int64_t rows, batches;  /* the per-call bounds */
+    int64_t repeat;         /* batches per matrix: repeat for rank-3 W, B for rank 2 */
+    int64_t chunk;          /* batches prepared at once (a multiple of repeat for rank 3) */
+    size_t rs, ms;          /* bytes of one W row, of one (N, K) matrix */
+    int epi, pro, i8;       /* epilogue, prologue, GEMV_I8_* */
+    int rps;
+    int64_t pf;             /* software prefetch distance in bytes, 0 for none */
+} gemv_shape;
+
+void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s);
+
+/* One batch's x as the dot products read it. xf: f32 x (normalised when the prologue runs;
+ * for bf16 W on avx2/avx512, each chunk of 2c elements laid out evens then odds, zero past
+ * K up to KP); for act_int8: q8 (x quantised, zero past K), q16 (the same as int16), dx (one
+ * scale per 32-block), ncorr (-128 times each group of 4 q8 summed, for vpdpbusd), dx16
+ * (per pair of blocks: 8 lanes of each scale). */
+typedef struct gemv_x {
+    const float *xf;
+    const int8_t *q8;
+    const int16_t *q16;
+    const float *dx;
+    const int32_t *ncorr;
+    const float *dx16;
+} gemv_x;
+
+/* Workspace: per worker, `chunk` batch slots of prepared x, then (scalar kernel) dequantised
+ * rows. Both the declaration (sizing) and the kernels (splitting) use these. */
+size_t fe_gemv_slot_bytes(const gemv_shape *s, fe_isa isa);
+size_t fe_gemv_worker_bytes(const gemv_shape *s, fe_isa isa);
+/* Points x at slot bytes p laid out for shape s (no data written). */
+void fe_gemv_slot_layout(const gemv_shape *s, fe_isa isa, unsigned char *p, gemv_x *x);
+
+/* The prologue, in f32 in a fixed order (kernels and the act_int8 reference share it, so
+ * the int8 quantisation sees identical inputs): out = x / sqrt(mean(x^2) + eps) * nw
+ * (nw may be NULL). */
+void fe_gemv_rmsnorm_x(const float *x, const float *nw, int64_t K, double eps, float *out);
+/* act_int8's quantisation of x, per 32-block: d = amax / 127, q = round-half-even(x / d)
+ * computed as x * (1 / d) in f32. K a multiple of 32. */
+void fe_gemv_quant_x(const float *x, int64_t K, int8_t *q, float *dx);
+
+/* y for a computed dot a (and up dot u, residual r) under the epilogue */
+static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
+    switch (epi) {
+    case GEMV_EPI_SILU: return a / (1.0f + expf(-a));
+    case GEMV_EPI_SWIGLU: return a / (1.0f + expf(-a)) * u;
+    case GEMV_EPI_RESIDUAL: return a + r;
+    default: return a;
+    }
+}
+
+/* the reference (plain double over fe_dequant_row rows) */
+void fe_gemv_reference(const fe_args *a, const fe_design *d);
+
+void fe_gemv_scalar(const fe_args *, const fe_design *, int, int);
+void fe_gemv_avx2(const fe_args *, const fe_design *, int, int);
+void fe_gemv_avx512(const fe_args *, const fe_design *, int, int);
+
+#endif

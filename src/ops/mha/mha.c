@@ -1,0 +1,237 @@
+/* ops/mha/mha.c: MHA, scaled-dot-product attention of query rows over a KV cache:
+ * out[i, h] = softmax_j(scale * q[i, h] . k[j, h / group]) . v[j, h / group] over the keys j
+ * row i attends (mha.h: causal, sliding window, only the first kv_valid keys), with
+ * grouped-query heads. Per-call values bound the work: kv_valid keys, q_rows rows at
+ * positions q_offset.., so a decode step over a 32768-position cache holding 512 keys reads
+ * 512 keys. The declaration, its double-precision reference, cost, checks and test cases. */
+#include <math.h>
+#include <stdio.h>
+
+#include "core/alloc.h"
+#include "ops/mha/mha.h"
+
+static const fe_param_decl params[] = {
+    [MHA_P_CAUSAL] = {"causal", FE_PARAM_BOOL, 1, 0, 1, NULL,
+                      "1: a query at position p attends keys <= p; 0: every valid key"},
+    [MHA_P_WINDOW] = {"window", FE_PARAM_INT, 0, 0, 1e9, NULL,
+                      "sliding window w (0 = none): a query at p attends keys in (p - w, p] "
+                      "(bidirectional: (p - w, p + w))"},
+    [MHA_P_SCALE] = {"scale", FE_PARAM_FLOAT, 0, 1, 0, NULL,
+                     "the factor on q . k; 0 means 1 / sqrt(head_dim)"},
+};
+
+static const fe_tunable_decl tunables[] = {
+    [MHA_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},
+    [MHA_BQ] = {"B_q", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 8, 16, 32}, .n_choices = 5},
+                16, true,
+                "query rows per work item: each key/value block read is reused by B_q rows "
+                "times the group's q heads; workers take (row block, kv head) items"},
+    [MHA_BKV] = {"B_kv", {.kind = FE_DOMAIN_CHOICES, .choices = {16, 32, 64, 128, 256},
+                          .n_choices = 5}, 64, true,
+                 "keys per block: scores of one block live in the workspace; causal and window "
+                 "ranges skip whole blocks"},
+};
+
+static const fe_operand_decl operands[] = {
+    {"q", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
+    {"k", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
+    {"v", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
+    {"out", FE_OUT, FE_DT(FE_DTYPE_F32), 3, 3},
+};
+
+static const char *const extents[] = {
+    [MHA_SQ] = "Sq", [MHA_S] = "S", [MHA_D] = "D", [MHA_LAST_OFFSET] = "last_offset",
+};
+
+/* q_offset lies in [0, last_offset = S - 1] and defaults to 0 (as every offset does);
+ * check() refuses a causal query past the keys kv_valid gives. */
+static const fe_value_decl values[] = {
+    [MHA_V_KV] = {"kv_valid", "S", 1, "keys that exist: positions [0, kv_valid) of the cache",
+                  1, 0, FE_MAP_BOUND},
+    [MHA_V_ROWS] = {"q_rows", "Sq", 0, "query rows to compute: the first q_rows (later rows "
+                    "of out are untouched)", 0, 0, FE_MAP_BOUND},
+    [MHA_V_OFFSET] = {"q_offset", "last_offset", 0, "the position of query row 0 (row i sits "
+                      "at q_offset + i), at most S - 1: decode gives pos, prefill the chunk's "
+                      "start", 0, 0, FE_MAP_NONE},
+};
+
+double fe_mha_scale(const fe_design *d, int64_t head_dim) {
+    double s = d->params[MHA_P_SCALE];
+    return s != 0 ? s : 1.0 / sqrt((double)head_dim);
+}
+
+static fe_status infer(fe_op_ctx *c) {
+    const fe_tensor *q = &c->operands[0], *k = &c->operands[1], *v = &c->operands[2];
+    if (k->shape[2] != q->shape[2])
+        return fe_op_refuse(c, FE_E_SHAPE, "k is (S, Hkv, D) = (%lld, %lld, %lld) but q has "
+                            "head_dim %lld; give k and v the head_dim of q",
+                            (long long)k->shape[0], (long long)k->shape[1],
+                            (long long)k->shape[2], (long long)q->shape[2]);
+    if (q->shape[1] % k->shape[1] != 0)
+        return fe_op_refuse(c, FE_E_SHAPE, "q has %lld heads and k %lld: the q heads must be a "
+                            "multiple of the kv heads (q head h reads kv head h / group)",
+                            (long long)q->shape[1], (long long)k->shape[1]);
+    fe_status st = fe_op_same_shape(c, 1, 2);
+    if (st == FE_OK) st = fe_op_same_shape(c, 0, 3);
+    if (st != FE_OK) return st;
+    (void)v;
+    c->ext[MHA_SQ] = q->shape[0];
+    c->ext[MHA_S] = k->shape[0];
+    c->ext[MHA_D] = q->shape[2];
+    c->ext[MHA_LAST_OFFSET] = k->shape[0] - 1; /* check() refuses what kv_valid does not cover */
+    return FE_OK;
+}
+
+/* Causal attention over a cache needs each query's own key: the last query position must
+ * be a valid key. Caught here it is a caller that forgot to write the new position into the
+ * cache or to count it in kv_valid; computed anyway it would quietly attend to the past. */
+static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t why_n) {
+    int64_t kv = a->v[MHA_V_KV], rows = a->v[MHA_V_ROWS], off = a->v[MHA_V_OFFSET];
+    if (d->params[MHA_P_CAUSAL] != 0 && rows > 0 && off + rows > kv) {
+        snprintf(why, why_n, "causal attention needs each query's own key: the last query "
+                 "position q_offset + q_rows - 1 = %lld must be < kv_valid = %lld (write the "
+                 "keys and values of positions up to %lld into the cache and give kv_valid = "
+                 "%lld, or fewer rows)", (long long)(off + rows - 1), (long long)kv,
+                 (long long)(off + rows - 1), (long long)(off + rows));
+        return FE_E_BOUNDS;
+    }
+    return FE_OK;
+}
+
+static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
+    return (size_t)nth *
+           fe_mha_ws_per_worker(d, a->t[0].shape[1] / a->t[1].shape[1], a->ext[MHA_D]);
+}
+
+/* Plain double, one (row, head) at a time, straight from the definition: the mask is taken
+ * key by key, independently of fe_mha_keys. */
+static void reference(const fe_args *a, const fe_design *d) {
+    const float *q = a->t[0].data, *k = a->t[1].data, *v = a->t[2].data;
+    float *out = a->t[3].data;
+    const int64_t Hq = a->t[0].shape[1], Hkv = a->t[1].shape[1], D = a->ext[MHA_D];
+    const int64_t kv = a->v[MHA_V_KV], off = a->v[MHA_V_OFFSET];
+    const int64_t w = (int64_t)d->params[MHA_P_WINDOW];
+    const bool causal = d->params[MHA_P_CAUSAL] != 0;
+    const double scale = fe_mha_scale(d, D);
+    double *sc = fe_malloc((size_t)kv * sizeof *sc), *acc = fe_malloc((size_t)D * sizeof *acc);
+    if (!sc || !acc) goto done;
+    for (int64_t i = 0; i < a->v[MHA_V_ROWS]; i++) {
+        const int64_t p = off + i;
+        for (int64_t h = 0; h < Hq; h++) {
+            const float *qv = q + (i * Hq + h) * D;
+            const int64_t hk = h / (Hq / Hkv);
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < kv; j++) {
+                bool in = (!causal || j <= p) && (w == 0 || (j > p - w && (causal || j < p + w)));
+                sc[j] = -INFINITY;
+                if (!in) continue;
+                double dot = 0;
+                for (int64_t c = 0; c < D; c++) dot += (double)qv[c] * k[(j * Hkv + hk) * D + c];
+                sc[j] = scale * dot;
+                mx = fmax(mx, sc[j]);
+            }
+            for (int64_t c = 0; c < D; c++) acc[c] = 0;
+            for (int64_t j = 0; j < kv; j++) {
+                if (sc[j] == -INFINITY) continue;
+                double e = exp(sc[j] - mx);
+                sum += e;
+                for (int64_t c = 0; c < D; c++) acc[c] += e * v[(j * Hkv + hk) * D + c];
+            }
+            for (int64_t c = 0; c < D; c++)
+                out[(i * Hq + h) * D + c] = sum > 0 ? (float)(acc[c] / sum) : 0.0f;
+        }
+    }
+done:
+    fe_free(sc);
+    fe_free(acc);
+}
+
+/* Per attended (row, head, key): q . k and p . v, 2D multiply-adds = 4D FLOPs, plus scale,
+ * max, e^ (counted as one) and sum. Bytes: q and out rows once, and every k and v row any
+ * query attends, once (the union of the rows' key ranges). */
+static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
+    const int64_t Hq = a->t[0].shape[1], Hkv = a->t[1].shape[1], D = a->ext[MHA_D];
+    const int64_t kv = a->v[MHA_V_KV], rows = a->v[MHA_V_ROWS], off = a->v[MHA_V_OFFSET];
+    double keys = 0;
+    int64_t first = 0, last = 0, lo, hi;
+    for (int64_t i = 0; i < rows; i++) {
+        fe_mha_keys(d, kv, off + i, &lo, &hi);
+        if (hi > lo) keys += (double)(hi - lo);
+        if (i == 0) first = lo;
+        last = hi;
+    }
+    double union_keys = rows > 0 && last > first ? (double)(last - first) : 0;
+    out->flops = keys * (double)Hq * (4.0 * (double)D + 4.0);
+    out->bytes = 4.0 * (2.0 * (double)rows * (double)Hq * (double)D +
+                        2.0 * union_keys * (double)Hkv * (double)D);
+}
+
+/* Test shapes: dims = {Sq, S, MHA_HEADS(Hq, Hkv), D}; D last, so the catalog's tile edges
+ * vary the head_dim. The catalog runs kv_valid and q_rows full, about halved and minimal,
+ * with q_offset 0: S and the halves of S land kv_valid on and beside the B_kv = 64 edges. */
+#define MHA_HEADS(hq, hkv) ((hq) * 1000 + (hkv))
+
+static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
+    (void)p;
+    int64_t hq = c->dims[2] / 1000, hkv = c->dims[2] % 1000;
+    int64_t qs[3] = {c->dims[0], hq, c->dims[3]}, ks[3] = {c->dims[1], hkv, c->dims[3]};
+    out[0] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, qs);
+    out[1] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, ks);
+    out[2] = out[1];
+    out[3] = out[0];
+}
+
+static const fe_kernel_decl kernels[] = {
+    {FE_ISA_SCALAR, fe_mha_scalar, 4},
+    {FE_ISA_AVX2, fe_mha_avx2, 32},
+    {FE_ISA_AVX512, fe_mha_avx512, 64},
+};
+
+#define CASE(nm, sq, s, hq, hkv, d) .name = nm, .dims = {sq, s, MHA_HEADS(hq, hkv), d}, .n_dims = 4
+#define BIDIR {"causal", 0}
+
+static const fe_case cases[] = {
+    /* prefill chunk at an offset, group 4; the catalog varies D around each tile here */
+    {CASE("prefill_gqa4", 5, 48, 4, 1, 64)},
+    {CASE("decode_mha", 1, 40, 4, 4, 64)},
+    {CASE("decode_gqa8_d128", 1, 64, 16, 2, 128)},
+    {CASE("prefill_gqa8_d256", 3, 40, 8, 1, 256)},
+    {CASE("prefill_d32", 9, 70, 4, 2, 32)},
+    {CASE("kv_valid_1", 1, 1, 4, 2, 64)},
+    {CASE("kv_tile_edge", 3, 128, 4, 2, 64)},
+    {CASE("rows_past_block", 33, 130, 2, 1, 64)},
+    {CASE("window", 7, 96, 4, 2, 64), .params = {{"window", 16}}, .n_params = 1},
+    {CASE("window_decode", 1, 200, 8, 1, 64), .params = {{"window", 33}}, .n_params = 1},
+    {CASE("bidirectional", 6, 63, 4, 2, 48), .params = {BIDIR}, .n_params = 1},
+    {CASE("bidir_kv_edge", 4, 65, 2, 1, 64), .params = {BIDIR}, .n_params = 1},
+    {CASE("bidir_window", 5, 70, 4, 1, 32), .params = {BIDIR, {"window", 8}}, .n_params = 2},
+    {CASE("encoder", 16, 16, 2, 2, 64), .params = {BIDIR}, .n_params = 1},
+    {CASE("scaled_sharp", 3, 20, 2, 1, 40), .params = {{"scale", 0.5}}, .n_params = 1,
+     .lo = -4, .hi = 4},
+    /* Llama 3.2 1B decode: Hq 32, Hkv 8, D 64, at the last position of a full cache */
+    {CASE("llama1b_512", 1, 512, 32, 8, 64), .extensive = true, .bench = true},
+    {CASE("llama1b_4k", 1, 4096, 32, 8, 64), .extensive = true, .bench = true},
+    {CASE("llama1b_32k", 1, 32768, 32, 8, 64), .extensive = true, .bench = true},
+    {CASE("llama1b_prefill", 65, 1024, 32, 8, 64), .extensive = true},
+};
+
+FE_OP_DEFINE(mha) {
+    .name = "MHA",
+    .summary = "out = softmax(scale * q k^T) v over a KV cache: causal or not, sliding window, "
+               "grouped-query heads; the first kv_valid keys, q_rows rows at q_offset",
+    .params = params, .n_params = FE_COUNT(params),
+    .tunables = tunables, .n_tunables = FE_COUNT(tunables),
+    .operands = operands, .n_operands = FE_COUNT(operands),
+    .extents = extents, .n_extents = FE_COUNT(extents),
+    .values = values, .n_values = FE_COUNT(values),
+    .infer = infer,
+    .reference = reference,
+    .kernels = kernels, .n_kernels = FE_COUNT(kernels),
+    .cost = cost,
+    .workspace = workspace,
+    .check = check,
+    .operands_for = operands_for,
+    .cases = cases, .n_cases = FE_COUNT(cases),
+    .rtol = 1e-4, .atol = 2e-5,
+    .roof = FE_ROOF_READ,
+};

@@ -1,0 +1,80 @@
+/* ops/mha/mha.h: what the MHA declaration (mha.c) and its kernels (kernels.inc, compiled per
+ * ISA) share: indices into params, tunables, extents and per-call values, the key range a
+ * query attends, the score scale, and the workspace layout.
+ *
+ * Operands, all f32, contiguous:
+ *   q   (Sq, Hq, D)   query rows; row i sits at position q_offset + i
+ *   k   (S, Hkv, D)   the key cache: row j is position j (one write per position is contiguous)
+ *   v   (S, Hkv, D)   the value cache, laid out like k
+ *   out (Sq, Hq, D)
+ * Hq is a multiple of Hkv: q head h reads kv head h / (Hq / Hkv) (grouped-query attention).
+ * Only keys [0, kv_valid) exist; only rows [0, q_rows) are computed (later rows untouched). */
+#ifndef FE_OPS_MHA_H
+#define FE_OPS_MHA_H
+
+#include "ops/op.h"
+
+enum { MHA_P_CAUSAL, MHA_P_WINDOW, MHA_P_SCALE };   /* params */
+enum { MHA_WIDTH, MHA_BQ, MHA_BKV };                 /* tunables */
+enum { MHA_SQ, MHA_S, MHA_D, MHA_LAST_OFFSET };      /* extents */
+enum { MHA_V_KV, MHA_V_ROWS, MHA_V_OFFSET };         /* per-call values */
+
+/* The keys [*lo, *hi) a query at position p attends, given kv_valid keys: causal stops at p;
+ * a window w > 0 keeps keys within w - 1 of p (causal: (p - w, p]; bidirectional: both
+ * sides, (p - w, p + w)). Empty (lo >= hi) when nothing is left. lo and hi never decrease
+ * as p grows. */
+static inline void fe_mha_keys(const fe_design *d, int64_t kv, int64_t p, int64_t *lo,
+                               int64_t *hi) {
+    int64_t w = (int64_t)d->params[MHA_P_WINDOW];
+    int64_t l = 0, h = kv;
+    if (d->params[MHA_P_CAUSAL] != 0) {
+        if (p + 1 < h) h = p + 1;
+    } else if (w > 0 && p + w < h) {
+        h = p + w;
+    }
+    if (w > 0 && p - w + 1 > l) l = p - w + 1;
+    *lo = l;
+    *hi = h;
+}
+
+/* The factor on q . k: the scale param, or 1 / sqrt(D) when it is 0. */
+double fe_mha_scale(const fe_design *d, int64_t head_dim);
+
+/* One worker's workspace: the scores of one block (B_kv), the running max and sum of each
+ * of an item's B_q x group query vectors, and contiguous copies of one block's k and v rows
+ * of the item's kv head (B_kv x D each). Each part starts on a 64-byte line. */
+typedef struct fe_mha_ws {
+    float *s, *m, *l, *k, *v;
+} fe_mha_ws;
+
+static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 + 63) / 64 * 64; }
+
+/* Bytes per worker (a multiple of 64). */
+static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int64_t head_dim) {
+    int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
+    return fe_mha_lines(bkv) + 2 * fe_mha_lines(bq * group) + 2 * fe_mha_lines(bkv * head_dim);
+}
+
+/* Worker ith's parts of the workspace at ws. */
+static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group,
+                                     int64_t head_dim, int ith) {
+    int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
+    char *p = (char *)ws + (size_t)ith * fe_mha_ws_per_worker(d, group, head_dim);
+    fe_mha_ws w;
+    w.s = (float *)p;
+    p += fe_mha_lines(bkv);
+    w.m = (float *)p;
+    p += fe_mha_lines(bq * group);
+    w.l = (float *)p;
+    p += fe_mha_lines(bq * group);
+    w.k = (float *)p;
+    p += fe_mha_lines(bkv * head_dim);
+    w.v = (float *)p;
+    return w;
+}
+
+void fe_mha_scalar(const fe_args *, const fe_design *, int, int);
+void fe_mha_avx2(const fe_args *, const fe_design *, int, int);
+void fe_mha_avx512(const fe_args *, const fe_design *, int, int);
+
+#endif

@@ -1,0 +1,292 @@
+/* tests/test_causal.c: the causal LM against the oracle on random weights that carry signal
+ * (std 1/sqrt(fan_in)): teacher-forced KL(oracle || model) far under the seed's bounds,
+ * logits close relative to their spread, top-1 agreement; determinism (two prompts
+ * alternated, logits compared as bytes); a chat turn that reruns only changed chunks and
+ * matches a run from scratch bit for bit; a deep decode against the oracle; and
+ * llama_does_not_grow_with_the_context. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lm/causal.h"
+#include "lm/oracle.h"
+
+static fe_device *dev;
+
+static int setup(void **s) {
+    (void)s;
+    fe_device_options o = fe_device_options_default();
+    o.pin = false;
+    return fe_device_create(&o, &dev, NULL) == FE_OK ? 0 : -1;
+}
+
+static int teardown(void **s) {
+    (void)s;
+    fe_device_destroy(dev);
+    return 0;
+}
+
+static fe_lm_config tiny_config(bool tied, bool llama3) {
+    fe_lm_config c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.architecture, sizeof c.architecture, "llama");
+    c.vocab = 320;
+    c.hidden = 64;
+    c.n_layers = 2;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 16;
+    c.ffn = 160;
+    c.rms_eps = 1e-5;
+    c.rope_theta = llama3 ? 500000 : 10000;
+    if (llama3) {
+        c.rope_scaling.type = FE_LM_ROPE_LLAMA3;
+        c.rope_scaling.factor = 32;
+        c.rope_scaling.low_freq_factor = 1;
+        c.rope_scaling.high_freq_factor = 4;
+        c.rope_scaling.original_max_position_embeddings = 64;
+    }
+    c.tied_embeddings = tied;
+    c.max_context = 4096;
+    c.bos_id = -1;
+    return c;
+}
+
+typedef struct kl_stats {
+    double mean, p90, max, max_abs, spread;
+    int top1_mismatch;
+} kl_stats;
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* KL(p || q) per position in float64 log-softmax, p the oracle */
+static kl_stats compare(const float *oracle, const float *model, int n, int64_t V) {
+    kl_stats s = {0};
+    double *kl = malloc((size_t)n * sizeof *kl);
+    for (int i = 0; i < n; i++) {
+        const float *p = oracle + (int64_t)i * V, *q = model + (int64_t)i * V;
+        double mp = -INFINITY, mq = -INFINITY, lo = INFINITY, hi = -INFINITY;
+        int64_t ap = 0, aq = 0;
+        for (int64_t v = 0; v < V; v++) {
+            if (p[v] > mp) mp = p[v], ap = v;
+            if (q[v] > mq) mq = q[v], aq = v;
+            lo = fmin(lo, p[v]), hi = fmax(hi, p[v]);
+            s.max_abs = fmax(s.max_abs, fabs((double)p[v] - q[v]));
+        }
+        s.spread = fmax(s.spread, hi - lo);
+        double zp = 0, zq = 0;
+        for (int64_t v = 0; v < V; v++) zp += exp(p[v] - mp), zq += exp(q[v] - mq);
+        double lzp = mp + log(zp), lzq = mq + log(zq), k = 0;
+        for (int64_t v = 0; v < V; v++) {
+            double lp = p[v] - lzp, lq = q[v] - lzq;
+            k += exp(lp) * (lp - lq);
+        }
+        kl[i] = k;
+        s.mean += k / n;
+        s.top1_mismatch += ap != aq;
+    }
+    qsort(kl, (size_t)n, sizeof *kl, cmp_d);
+    s.p90 = kl[(int)(0.9 * (n - 1))];
+    s.max = kl[n - 1];
+    free(kl);
+    return s;
+}
+
+static int32_t *tokens_of(int n, int64_t V, uint64_t seed) {
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = (int32_t)((seed >> 33) % (uint64_t)V);
+    }
+    return t;
+}
+
+static fe_causal *make(const fe_llama_weights *w, int64_t max_seq, int64_t chunk) {
+    fe_causal_options o = fe_causal_options_default();
+    o.max_seq_len = max_seq;
+    o.chunk = chunk;
+    fe_causal *m = NULL;
+    fe_error err = {0};
+    if (fe_causal_create(dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
+    return m;
+}
+
+static void check_against_oracle(const fe_lm_config *c, fe_dtype dt, int n) {
+    fe_llama_weights w;
+    fe_error err;
+    assert_int_equal(fe_llama_weights_random(c, dt, 7, &w, &err), FE_OK);
+    int32_t *toks = tokens_of(n, c->vocab, 11);
+    float *ref = malloc((size_t)n * (size_t)c->vocab * 4), *got = malloc((size_t)n * (size_t)c->vocab * 4);
+    assert_int_equal(fe_oracle_logits(&w, toks, n, ref, &err), FE_OK);
+    fe_causal *m = make(&w, 128, 16);
+    if (fe_causal_teacher_forced(m, toks, n, got) != FE_OK) fail_msg("%s", fe_causal_message(m));
+    kl_stats s = compare(ref, got, n, c->vocab);
+    print_message("%s %s: KL mean %.3g p90 %.3g max %.3g, max |dlogit| %.3g of spread %.3g, top-1 "
+                  "mismatches %d/%d\n", c->tied_embeddings ? "tied" : "untied",
+                  fe_dtype_info(dt)->name, s.mean, s.p90, s.max, s.max_abs, s.spread,
+                  s.top1_mismatch, n);
+    assert_true(s.spread > 1.0); /* the weights carry signal */
+    assert_true(s.mean <= 1e-6);
+    assert_true(s.max <= 1e-5);
+    assert_true(s.max_abs <= 1e-3 * s.spread);
+    assert_int_equal(s.top1_mismatch, 0);
+    /* prompting the whole sequence gives the same last-row logits */
+    const float *last;
+    int32_t next;
+    assert_int_equal(fe_causal_prompt(m, toks, n, &last, &next), FE_OK);
+    kl_stats s2 = compare(ref + (int64_t)(n - 1) * c->vocab, last, 1, c->vocab);
+    assert_true(s2.max_abs <= 1e-3 * s.spread);
+    fe_causal_destroy(m);
+    free(toks), free(ref), free(got);
+    fe_llama_weights_free(&w);
+}
+
+static void causal_matches_the_oracle_teacher_forced(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(false, false);
+    check_against_oracle(&c, FE_DTYPE_F32, 40);
+    c = tiny_config(true, true);
+    check_against_oracle(&c, FE_DTYPE_BF16, 40);
+}
+
+static void logits_are_deterministic_across_alternating_prompts(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(true, false);
+    fe_llama_weights w;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 3, &w, NULL), FE_OK);
+    fe_causal *m = make(&w, 128, 16);
+    int32_t *a = tokens_of(37, c.vocab, 1), *b = tokens_of(29, c.vocab, 2);
+    float first[2][320];
+    for (int round = 0; round < 6; round++) {
+        const float *l;
+        int32_t next;
+        int which = round % 2;
+        assert_int_equal(fe_causal_prompt(m, which ? b : a, which ? 29 : 37, &l, &next), FE_OK);
+        if (round < 2) memcpy(first[which], l, sizeof first[which]);
+        else assert_memory_equal(first[which], l, sizeof first[which]);
+    }
+    fe_causal_destroy(m);
+    free(a), free(b);
+    fe_llama_weights_free(&w);
+}
+
+static void chat_turn_reruns_only_changed_chunks_bit_identically(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(false, false);
+    fe_llama_weights w;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 5, &w, NULL), FE_OK);
+    int32_t *turn1 = tokens_of(70, c.vocab, 21), *turn2 = tokens_of(100, c.vocab, 22);
+    memcpy(turn2, turn1, 70 * sizeof *turn1); /* the second turn extends the first */
+    turn2[55] = (turn2[55] + 1) % (int32_t)c.vocab; /* ... after editing one token */
+    fe_causal *chat = make(&w, 128, 16), *fresh = make(&w, 128, 16);
+    const float *l1, *l2;
+    int32_t n1, n2;
+    assert_int_equal(fe_causal_prompt(chat, turn1, 70, &l1, &n1), FE_OK);
+    uint64_t calls_before = fe_graph_get_stats(fe_causal_graph(chat)).calls;
+    assert_int_equal(fe_causal_prompt(chat, turn2, 100, &l1, &n1), FE_OK);
+    uint64_t calls = fe_graph_get_stats(fe_causal_graph(chat)).calls - calls_before;
+    assert_int_equal(calls, 4); /* chunks 48..64, 64..80, 80..96, 96..100: not 0..48 */
+    assert_int_equal(fe_causal_prompt(fresh, turn2, 100, &l2, &n2), FE_OK);
+    assert_memory_equal(l1, l2, (size_t)c.vocab * sizeof(float));
+    assert_int_equal(n1, n2);
+    fe_causal_destroy(chat);
+    fe_causal_destroy(fresh);
+    free(turn1), free(turn2);
+    fe_llama_weights_free(&w);
+}
+
+typedef struct collect {
+    int32_t tokens[64];
+    float logits[64][320];
+    int n;
+} collect;
+
+static int keep(void *user, int32_t tok, const float *logits) {
+    collect *c = user;
+    c->tokens[c->n] = tok;
+    memcpy(c->logits[c->n], logits, sizeof c->logits[0]);
+    c->n++;
+    return 0;
+}
+
+static void deep_decode_matches_the_oracle(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(true, true);
+    fe_llama_weights w;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 9, &w, NULL), FE_OK);
+    fe_causal *m = make(&w, 128, 16);
+    int32_t seq[100];
+    int32_t *prompt = tokens_of(20, c.vocab, 5);
+    memcpy(seq, prompt, 20 * sizeof *seq);
+    const float *l;
+    int32_t next;
+    assert_int_equal(fe_causal_prompt(m, prompt, 20, &l, &next), FE_OK);
+    static collect got;
+    got.n = 0;
+    if (fe_causal_decode(m, 40, keep, &got) != FE_OK) fail_msg("%s", fe_causal_message(m));
+    assert_int_equal(got.n, 40);
+    assert_int_equal(fe_causal_position(m), 60);
+    /* the sequence the model saw: the prompt, the first draw, then each decoded token */
+    seq[20] = next;
+    for (int i = 0; i < 39; i++) seq[21 + i] = got.tokens[i];
+    float *ref = malloc((size_t)60 * (size_t)c.vocab * 4);
+    assert_int_equal(fe_oracle_logits(&w, seq, 60, ref, NULL), FE_OK);
+    /* decode step i scored the token after seq[20 + i] */
+    float model[40 * 320];
+    for (int i = 0; i < 40; i++) memcpy(model + i * c.vocab, got.logits[i], (size_t)c.vocab * 4);
+    kl_stats st = compare(ref + 20 * c.vocab, model, 40, c.vocab);
+    print_message("deep decode (positions 20..59): KL mean %.3g max %.3g, top-1 mismatches %d\n",
+                  st.mean, st.max, st.top1_mismatch);
+    assert_true(st.mean <= 1e-6 && st.max <= 1e-5);
+    assert_int_equal(st.top1_mismatch, 0);
+    /* greedy: every drawn token is the oracle's argmax */
+    for (int i = 0; i < 40; i++) {
+        int64_t best = 0;
+        for (int64_t v = 1; v < c.vocab; v++)
+            if (ref[(20 + i) * c.vocab + v] > ref[(20 + i) * c.vocab + best]) best = v;
+        assert_int_equal(got.tokens[i], best);
+    }
+    free(ref), free(prompt);
+    fe_causal_destroy(m);
+    fe_llama_weights_free(&w);
+}
+
+static void llama_does_not_grow_with_the_context(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(true, false);
+    fe_llama_weights w;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 1, &w, NULL), FE_OK);
+    size_t plan[2], arena[2];
+    int64_t lens[2] = {256, 2048};
+    for (int i = 0; i < 2; i++) {
+        fe_causal *m = make(&w, lens[i], 32);
+        fe_graph_stats st = fe_graph_get_stats(fe_causal_graph(m));
+        arena[i] = st.arena_bytes;
+        plan[i] = st.arena_bytes - (size_t)(2 * c.n_layers * lens[i] * c.n_kv_heads * c.head_dim * 4) - 4;
+        assert_int_equal(st.versions, 2);
+        fe_causal_destroy(m);
+    }
+    /* everything but the KV caches is the same size at either max_seq_len */
+    assert_int_equal(plan[0], plan[1]);
+    assert_true(arena[1] > arena[0]);
+    fe_llama_weights_free(&w);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(causal_matches_the_oracle_teacher_forced),
+        cmocka_unit_test(logits_are_deterministic_across_alternating_prompts),
+        cmocka_unit_test(chat_turn_reruns_only_changed_chunks_bit_identically),
+        cmocka_unit_test(deep_decode_matches_the_oracle),
+        cmocka_unit_test(llama_does_not_grow_with_the_context),
+    };
+    return cmocka_run_group_tests_name("causal", tests, setup, teardown);
+}
