@@ -12,6 +12,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"generate", "generate text from a Llama-family model (GGUF, or random weights)", fe_cmd_generate},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };

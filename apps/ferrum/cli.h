@@ -17,5 +17,6 @@ int fe_cli_main(int argc, char **argv, const fe_cli_io *io);
 /* Subcommands: argv[0] is the subcommand's name. */
 int fe_cmd_ops(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_draw(int argc, char **argv, const fe_cli_io *io);
+int fe_cmd_generate(int argc, char **argv, const fe_cli_io *io);
 
 #endif

@@ -56,6 +56,8 @@ typedef struct fe_op_request {
     const fe_setting *tunables;  /* the call site's settings: highest precedence */
     int n_tunables;
     const fe_profile *profile;   /* may be NULL; borrowed for the call only */
+    bool shared_workspace;       /* the caller provides the op's scratch at run time (a graph
+                                  * shares one region among steps that never overlap) */
 } fe_op_request;
 
 /* Makes a kernel. On error *out is NULL and err says which rule broke and how to fix it.

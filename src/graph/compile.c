@@ -52,6 +52,7 @@ void fe_graph_destroy(fe_graph *g) {
     fe_free(g->weights);
     fe_free(g->scratch);
     fe_free(g->ref_scratch);
+    fe_free(g->workspace);
     fe_free(g);
 }
 
@@ -118,12 +119,20 @@ static fe_status make_kernels(fe_graph *g, fe_version *v) {
             params[p] = (fe_setting){st->param_names[p], st->params[p].value};
         fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
                              .params = params, .n_params = st->n_params,
-                             .profile = g->opts.profile};
+                             .profile = g->opts.profile, .shared_workspace = true};
         fe_error e = {0};
         fe_status rc = fe_kernel_create(g->dev, &req, &v->kernels[s], &e);
         if (rc != FE_OK)
             return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,
                                 e.message);
+        size_t ws = fe_kernel_workspace_bytes(v->kernels[s]);
+        if (ws > g->workspace_bytes) {
+            void *p = fe_aligned_alloc(64, ws);
+            if (!p) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory for a %zu-byte workspace", ws);
+            fe_free(g->workspace);
+            g->workspace = p;
+            g->workspace_bytes = ws;
+        }
     }
     return FE_OK;
 }

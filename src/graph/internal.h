@@ -147,6 +147,8 @@ struct fe_graph {
     fe_compile_options opts;
     void *scratch, *ref_scratch;
     size_t scratch_bytes, ref_scratch_bytes;
+    void *workspace;        /* every step's op scratch, shared: steps never overlap in time */
+    size_t workspace_bytes;
     fe_graph_stats stats;
     fe_error err;
 };

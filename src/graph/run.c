@@ -142,6 +142,8 @@ static fe_status bind_step(fe_graph *g, fe_version *v, int s, const fe_named_ten
     if (rc != FE_OK)
         return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,
                             fe_kernel_message(v->kernels[s]));
+    out->ws = g->workspace;
+    out->ws_bytes = fe_kernel_workspace_bytes(v->kernels[s]);
     return FE_OK;
 }
 
@@ -277,7 +279,7 @@ fe_status fe_graph_reference(fe_graph *g, const fe_named_tensor *inputs, int n_i
 
 fe_graph_stats fe_graph_get_stats(const fe_graph *g) {
     fe_graph_stats s = g->stats;
-    s.arena_bytes = g->scratch_bytes;
+    s.arena_bytes = g->scratch_bytes + g->workspace_bytes;
     for (int i = 0; i < g->n_states; i++) s.arena_bytes += g->states[i].bytes;
     return s;
 }

@@ -229,8 +229,8 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
         for (int i = 0; i < op->n_values; i++)
             full.v[i] = k->ext[fe_op_extent_index(op, op->values[i].extent)];
         k->ws_bytes = op->workspace(&full, d, k->width);
-        k->ws = k->ws_bytes ? fe_aligned_alloc(64, k->ws_bytes) : NULL;
-        if (k->ws_bytes && !k->ws) {
+        k->ws = k->ws_bytes && !req->shared_workspace ? fe_aligned_alloc(64, k->ws_bytes) : NULL;
+        if (k->ws_bytes && !k->ws && !req->shared_workspace) {
             fe_free(k);
             return fe_op_refuse(&c, FE_E_NOMEM, "out of memory for a %zu-byte workspace",
                                 k->ws_bytes);
@@ -365,6 +365,7 @@ fe_status fe_kernel_run_reference(fe_kernel *k, const fe_tensor *operands, int n
 const char *fe_kernel_message(const fe_kernel *k) { return k->err.message; }
 fe_kernel_fn fe_kernel_function(const fe_kernel *k) { return k->kernel->fn; }
 int fe_kernel_width(const fe_kernel *k) { return k->width; }
+size_t fe_kernel_workspace_bytes(const fe_kernel *k) { return k->ws_bytes; }
 uint64_t fe_kernel_design_key(const fe_kernel *k) { return k->design.key; }
 fe_isa fe_kernel_isa(const fe_kernel *k) { return k->design.isa; }
 const fe_design *fe_kernel_design(const fe_kernel *k) { return &k->design; }

@@ -1,0 +1,367 @@
+/* apps/ferrum/generate.c: the run behind `ferrum generate`: load the model (GGUF mapped, or
+ * random weights), build the prompt (text through the tokenizer and chat template, ids, or
+ * random ids), prefill, stream the decoded tokens, print the summary, run the checks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+
+#include "core/alloc.h"
+#include "generate.h"
+#include "lm/causal.h"
+#include "lm/checks.h"
+#include "lm/gguf.h"
+#include "lm/oracle.h"
+#include "lm/tokenizer.h"
+
+typedef struct session {
+    fe_device *dev;
+    fe_gguf *gguf;
+    fe_lm_config cfg;
+    fe_llama_weights w;
+    bool have_weights;
+    fe_tokenizer *tok;
+    fe_causal *m;
+    int32_t *ids;
+    int64_t n_ids, cap_ids;
+    int32_t stop[3];
+    int n_stop;
+} session;
+
+typedef struct streamer {
+    session *s;
+    const fe_cli_io *io;
+    fe_token_stream ts;
+    char *buf;
+    size_t cap;
+    int64_t made, limit;
+} streamer;
+
+static double secs(uint64_t a, uint64_t b) { return (double)(b - a) / 1e9; }
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+static size_t tensor_bytes(const fe_tensor *t) {
+    return t->data ? fe_dtype_bytes(t->dtype, fe_tensor_numel(t)) : 0;
+}
+
+static size_t weight_bytes(const fe_llama_weights *w) {
+    size_t n = tensor_bytes(&w->embed) + tensor_bytes(&w->norm);
+    if (w->lm_head.data != w->embed.data) n += tensor_bytes(&w->lm_head);
+    for (int64_t l = 0; l < w->cfg.n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += tensor_bytes(ts[i]);
+    }
+    return n;
+}
+
+static int fail(const fe_cli_io *io, const char *what, const char *msg) {
+    fprintf(io->err, "ferrum generate: %s%s%s\n", what, *msg ? ": " : "", msg);
+    return FE_EXIT_FAILURE;
+}
+
+static int load(session *s, const gen_args *a, const fe_cli_io *io) {
+    fe_error err = {0};
+    if (a->random_weights) {
+        fe_status st = fe_lm_config_preset(a->model, &s->cfg, &err);
+        if (st == FE_E_NOTFOUND) st = fe_lm_config_from_json_file(a->model, &s->cfg, &err);
+        if (st != FE_OK) return fail(io, a->model, err.message);
+        fe_dtype dt = strcmp(a->dtype, "f32") == 0 ? FE_DTYPE_F32 : FE_DTYPE_BF16;
+        fprintf(io->err, "ferrum: drawing random %s weights in %s's shapes (seed %llu)...\n", a->dtype,
+                a->model, (unsigned long long)a->random_seed);
+        if (fe_llama_weights_random(&s->cfg, dt, a->random_seed, &s->w, &err) != FE_OK)
+            return fail(io, "random weights", err.message);
+    } else if (ends_with(a->model, ".gguf")) {
+        fprintf(io->err, "ferrum: mapping %s...\n", a->model);
+        if (fe_gguf_open(a->model, &s->gguf, &err) != FE_OK ||
+            fe_lm_config_from_gguf(s->gguf, &s->cfg, &err) != FE_OK ||
+            fe_llama_weights_from_gguf(s->gguf, &s->cfg, &s->w, &err) != FE_OK)
+            return fail(io, a->model, err.message);
+        if (!a->tokenizer && fe_tokenizer_from_gguf(s->gguf, &s->tok, &err) != FE_OK)
+            return fail(io, "the GGUF's tokenizer", err.message);
+    } else {
+        return fail(io, a->model, "not a .gguf file; ferrum generate reads GGUF checkpoints, or "
+                    "shapes (a preset or config.json) with --random-weights");
+    }
+    s->have_weights = true;
+    if (a->tokenizer && fe_tokenizer_load_json(a->tokenizer, &s->tok, &err) != FE_OK)
+        return fail(io, a->tokenizer, err.message);
+    return FE_EXIT_OK;
+}
+
+/* The chat templates ferrum knows: ChatML (SmolLM2) and Llama 3. */
+static const char *chat_template(const session *s, const fe_cli_io *io, bool *chatml) {
+    const char *tpl = NULL;
+    size_t len = 0;
+    if (s->gguf) fe_gguf_get_str(fe_gguf_find(s->gguf, "tokenizer.chat_template"), &tpl, &len, NULL);
+    bool im = s->tok && fe_tokenizer_find(s->tok, "<|im_start|>", 12) >= 0;
+    bool l3 = s->tok && fe_tokenizer_find(s->tok, "<|start_header_id|>", 19) >= 0;
+    if (tpl && len) {
+        im = im && memmem(tpl, len, "<|im_start|>", 12);
+        l3 = l3 && memmem(tpl, len, "<|start_header_id|>", 19);
+    }
+    *chatml = im;
+    if (im)
+        return "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+               "Face<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n";
+    if (l3)
+        return "<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|><|start_header_id|>"
+               "assistant<|end_header_id|>\n\n";
+    fprintf(io->err, "ferrum: the model's chat template is not one ferrum knows (ChatML, Llama 3); "
+                     "using the prompt as it is\n");
+    return NULL;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = fe_malloc(cap);
+    for (size_t got; b && (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) {
+            char *nb = fe_realloc(b, cap *= 2);
+            if (!nb) fe_free(b);
+            b = nb;
+        }
+    }
+    fclose(f);
+    if (b) b[n] = '\0';
+    *len = n;
+    return b;
+}
+
+static int make_prompt(session *s, const gen_args *a, const fe_cli_io *io) {
+    fe_error err = {0};
+    s->n_stop = 0;
+    if (s->tok && fe_tokenizer_eos(s->tok) >= 0) s->stop[s->n_stop++] = fe_tokenizer_eos(s->tok);
+    if (a->prompt || a->prompt_file) {
+        if (!s->tok) return fail(io, "a text prompt needs a tokenizer", "give --tokenizer, or --prompt-ids");
+        size_t len = 0;
+        char *text = a->prompt ? NULL : read_file(a->prompt_file, &len);
+        if (a->prompt_file && !text) return fail(io, a->prompt_file, "cannot be read");
+        const char *raw = a->prompt ? a->prompt : text;
+        char *full = NULL;
+        bool chatml = false;
+        const char *tpl = a->chat ? chat_template(s, io, &chatml) : NULL;
+        if (tpl) {
+            size_t n = strlen(tpl) + strlen(raw) + 1;
+            full = fe_malloc(n);
+            if (full) snprintf(full, n, tpl, raw);
+            if (chatml) {
+                int32_t im_end = fe_tokenizer_find(s->tok, "<|im_end|>", 10);
+                if (im_end >= 0 && s->n_stop < 3) s->stop[s->n_stop++] = im_end;
+            }
+            int32_t eot = fe_tokenizer_find(s->tok, "<|eot_id|>", 10);
+            if (eot >= 0 && s->n_stop < 3) s->stop[s->n_stop++] = eot;
+        }
+        const char *use = full ? full : raw;
+        size_t n_ids = 0;
+        fe_status st = fe_tokenizer_encode_alloc(s->tok, use, strlen(use), fe_tokenizer_add_bos(s->tok),
+                                                 tpl != NULL, &s->ids, &n_ids, &err);
+        fe_free(full);
+        fe_free(text);
+        if (st != FE_OK) return fail(io, "encoding the prompt", err.message);
+        s->n_ids = (int64_t)n_ids;
+    } else if (a->prompt_ids) {
+        s->ids = fe_malloc((strlen(a->prompt_ids) / 2 + 1) * sizeof *s->ids);
+        if (!s->ids) return fail(io, "out of memory", "");
+        for (const char *p = a->prompt_ids; *p;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v >= s->cfg.vocab || (*end && *end != ','))
+                return fail(io, "--prompt-ids", "give comma-separated ids inside the vocabulary");
+            s->ids[s->n_ids++] = (int32_t)v;
+            p = *end ? end + 1 : end;
+        }
+    } else {
+        int64_t n = a->prompt_len ? a->prompt_len : 16;
+        s->ids = fe_malloc((size_t)n * sizeof *s->ids);
+        if (!s->ids) return fail(io, "out of memory", "");
+        uint64_t x = a->seed * 2654435761u + 12345;
+        for (int64_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            s->ids[s->n_ids++] = (int32_t)((x >> 33) % (uint64_t)s->cfg.vocab);
+        }
+    }
+    if (s->n_ids < 1) return fail(io, "the prompt is empty", "give at least one token");
+    return FE_EXIT_OK;
+}
+
+static void emit(streamer *st, int32_t tok) {
+    size_t len = 0;
+    if (st->s->tok && fe_token_stream_push(&st->ts, tok, st->buf, st->cap, &len, NULL) == FE_OK) {
+        fwrite(st->buf, 1, len, st->io->out);
+    } else if (!st->s->tok) {
+        fprintf(st->io->out, "%d ", tok);
+    }
+    fflush(st->io->out);
+}
+
+static bool is_stop(const session *s, int32_t tok) {
+    for (int i = 0; i < s->n_stop; i++)
+        if (s->stop[i] == tok) return true;
+    return false;
+}
+
+static int on_token(void *user, int32_t tok, const float *logits) {
+    streamer *st = user;
+    (void)logits;
+    if (st->made >= st->limit || is_stop(st->s, tok)) return 1;
+    emit(st, tok);
+    st->made++;
+    if (st->s->n_ids < st->s->cap_ids) st->s->ids[st->s->n_ids++] = tok;
+    return st->made >= st->limit;
+}
+
+static void check_accuracy(session *s, const fe_cli_io *io) {
+    int n = s->n_ids < 64 ? (int)s->n_ids : 64;
+    int64_t V = s->cfg.vocab;
+    float *ref = fe_malloc((size_t)n * (size_t)V * 4), *got = fe_malloc((size_t)n * (size_t)V * 4);
+    fe_error err = {0};
+    fe_kl_stats k;
+    if (!ref || !got) {
+        fprintf(io->err, "check-accuracy: out of memory\n");
+    } else if (fe_oracle_logits(&s->w, s->ids, n, ref, &err) != FE_OK) {
+        fprintf(io->err, "check-accuracy: oracle: %s\n", err.message);
+    } else if (fe_causal_teacher_forced(s->m, s->ids, n, got) != FE_OK) {
+        fprintf(io->err, "check-accuracy: %s\n", fe_causal_message(s->m));
+    } else if (fe_kl_compare(ref, got, n, V, &k) == FE_OK) {
+        fprintf(io->err, "check-accuracy: %d positions teacher-forced against the float32 oracle: "
+                "KL mean %.3g p90 %.3g max %.3g, top-1 mismatches %d/%d, max |dlogit| %.3g "
+                "(logit spread %.3g)\n", n, k.mean, k.p90, k.max, k.top1_mismatches, n,
+                k.max_abs_diff, k.spread);
+    }
+    fe_free(ref);
+    fe_free(got);
+}
+
+static void check_determinism(session *s, int64_t runs, const fe_cli_io *io) {
+    int64_t V = s->cfg.vocab, n = s->n_ids;
+    int32_t *other = fe_malloc((size_t)n * sizeof *other);
+    float *first = fe_malloc((size_t)V * 4);
+    if (!other || !first) {
+        fprintf(io->err, "check-determinism: out of memory\n");
+        fe_free(other), fe_free(first);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) other[i] = s->ids[n - 1 - i];
+    int differing = 0;
+    for (int64_t r = 0; r < runs; r++) {
+        const float *l;
+        if (fe_causal_prompt(s->m, other, n, NULL, NULL) != FE_OK ||
+            fe_causal_prompt(s->m, s->ids, n, &l, NULL) != FE_OK) {
+            fprintf(io->err, "check-determinism: %s\n", fe_causal_message(s->m));
+            break;
+        }
+        if (r == 0) memcpy(first, l, (size_t)V * 4);
+        else differing += memcmp(first, l, (size_t)V * 4) != 0;
+    }
+    fprintf(io->err, "check-determinism: differing runs %d/%lld (two prompts alternated, logits "
+            "compared as bytes)\n", differing, (long long)runs);
+    fe_free(other);
+    fe_free(first);
+}
+
+int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
+    session s = {0};
+    streamer st = {.s = &s, .io = io, .limit = a->num_tokens};
+    uint64_t t0 = fe_time_ns();
+    fe_error err = {0};
+    int code = FE_EXIT_FAILURE;
+    fe_device_options dop = fe_device_options_default();
+    if (fe_device_create(&dop, &s.dev, &err) != FE_OK) {
+        fail(io, "device", err.message);
+        goto done;
+    }
+    if ((code = load(&s, a, io)) != FE_EXIT_OK || (code = make_prompt(&s, a, io)) != FE_EXIT_OK) {
+        code = FE_EXIT_FAILURE;
+        goto done;
+    }
+    code = FE_EXIT_FAILURE;
+    fe_causal_options co = fe_causal_options_default();
+    co.max_seq_len = a->max_seq_len;
+    if (!co.max_seq_len) {
+        int64_t want = s.n_ids + a->num_tokens + 1, ctx = s.cfg.max_context > 0 ? s.cfg.max_context : 4096;
+        co.max_seq_len = want > 4096 ? want : 4096;
+        if (co.max_seq_len > ctx) co.max_seq_len = ctx;
+    }
+    if (s.n_ids + a->num_tokens > co.max_seq_len) {
+        fprintf(io->err, "ferrum generate: %lld prompt tokens plus %lld to generate pass max_seq_len "
+                "%lld; give a larger --max-seq-len or fewer tokens\n", (long long)s.n_ids,
+                (long long)a->num_tokens, (long long)co.max_seq_len);
+        goto done;
+    }
+    co.temperature = a->temperature;
+    co.top_k = a->top_k;
+    co.top_p = a->top_p;
+    co.seed = a->seed;
+    co.packaging = a->each_step ? FE_PACK_EACH_STEP : FE_PACK_AUTO;
+    co.verbose = a->verbose;
+    if (fe_causal_create(s.dev, &s.w, &co, &s.m, &err) != FE_OK) {
+        fail(io, "building the model", err.message);
+        goto done;
+    }
+    s.cap_ids = s.n_ids + a->num_tokens + 1;
+    int32_t *grown = fe_realloc(s.ids, (size_t)s.cap_ids * sizeof *s.ids);
+    if (!grown) goto done;
+    s.ids = grown;
+    uint64_t t1 = fe_time_ns();
+    int64_t n_prompt = s.n_ids;
+    int32_t next;
+    if (fe_causal_prompt(s.m, s.ids, n_prompt, NULL, &next) != FE_OK) {
+        fail(io, "prefill", fe_causal_message(s.m));
+        goto done;
+    }
+    uint64_t t2 = fe_time_ns();
+    if (s.tok) {
+        st.cap = fe_token_stream_bound(s.tok);
+        st.buf = fe_malloc(st.cap);
+        fe_token_stream_init(&st.ts, s.tok);
+    }
+    bool stopped = a->num_tokens == 0 || is_stop(&s, next);
+    if (!stopped) {
+        emit(&st, next);
+        st.made = 1;
+        s.ids[s.n_ids++] = next;
+    }
+    if (!stopped && st.made < st.limit && fe_causal_decode(s.m, (int)(st.limit - st.made), on_token, &st) != FE_OK) {
+        fail(io, "decode", fe_causal_message(s.m));
+        goto done;
+    }
+    uint64_t t3 = fe_time_ns();
+    if (s.tok && st.buf) {
+        size_t len = 0;
+        if (fe_token_stream_flush(&st.ts, st.buf, st.cap, &len, NULL) == FE_OK) fwrite(st.buf, 1, len, io->out);
+    }
+    fprintf(io->out, "\n");
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    size_t wb = weight_bytes(&s.w);
+    size_t cache = (size_t)(2 * s.cfg.n_layers * co.max_seq_len * s.cfg.n_kv_heads * s.cfg.head_dim * 4);
+    fprintf(io->err,
+            "ferrum: load %.2f s | prompt %lld tokens, time to first token %.3f s, prefill %.1f tok/s | "
+            "decode %lld tokens, %.2f tok/s | peak RSS %.1f MiB (weights %.1f MiB %s, KV caches %.1f MiB)\n",
+            secs(t0, t1), (long long)n_prompt, secs(t1, t2), (double)n_prompt / secs(t1, t2),
+            (long long)(st.made > 1 ? st.made - 1 : 0),
+            st.made > 1 ? (double)(st.made - 1) / secs(t2, t3) : 0.0, (double)ru.ru_maxrss / 1024,
+            (double)wb / 1048576, s.gguf ? "mapped" : "in memory", (double)cache / 1048576);
+    if (a->check_accuracy) check_accuracy(&s, io);
+    if (a->check_determinism) check_determinism(&s, a->check_determinism, io);
+    code = FE_EXIT_OK;
+done:
+    fe_free(st.buf);
+    fe_free(s.ids);
+    fe_causal_destroy(s.m);
+    fe_tokenizer_destroy(s.tok);
+    if (s.have_weights) fe_llama_weights_free(&s.w);
+    fe_gguf_close(s.gguf);
+    fe_device_destroy(s.dev);
+    return code;
+}
