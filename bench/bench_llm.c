@@ -1,0 +1,141 @@
+/* bench/bench_llm.c: the causal LM end to end, beside this machine's limits, in one run.
+ * For SmolLM2-135M (the real Q4_1 GGUF, when the model cache has it) and the Llama 3.2 1B
+ * shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
+ * tokens/s over 64 tokens, and the decode ceiling: the measured read bandwidth (best of 1/2/4/8
+ * streams per worker) over the bytes of weights read per token, with the ratio to it.
+ * Usage: bench_llm [smollm2|llama|all] (default all). Prints the machine first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cpu/membw.h"
+#include "lm/causal.h"
+#include "lm/gguf.h"
+
+static double read_gbs;
+
+static size_t tbytes(const fe_tensor *t) { return fe_dtype_bytes(t->dtype, fe_tensor_numel(t)); }
+
+/* bytes a decode step reads: every matrix once, the head once (the embedding row is noise) */
+static double bytes_per_token(const fe_llama_weights *w) {
+    double n = (double)tbytes(&w->lm_head) + (double)tbytes(&w->norm);
+    for (int64_t l = 0; l < w->cfg.n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += (double)tbytes(ts[i]);
+    }
+    return n;
+}
+
+static int count_tokens(void *user, int32_t tok, const float *logits) {
+    (void)tok, (void)logits;
+    (*(int *)user)++;
+    return 0;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void run_model(fe_device *dev, const char *name, const fe_llama_weights *w) {
+    fe_causal_options o = fe_causal_options_default();
+    o.max_seq_len = 1024;
+    fe_causal *m = NULL;
+    fe_error err = {0};
+    if (fe_causal_create(dev, w, &o, &m, &err) != FE_OK) {
+        printf("%s: %s\n", name, err.message);
+        return;
+    }
+    int32_t *toks = malloc(512 * sizeof *toks);
+    for (int i = 0; i < 512; i++) toks[i] = (int32_t)((i * 7919 + 17) % w->cfg.vocab);
+    int lens[2] = {128, 512};
+    printf("%s: %.2f GB of weights read per token\n", name, bytes_per_token(w) / 1e9);
+    for (int k = 0; k < 2; k++) {
+        double t[3];
+        for (int r = 0; r < 3; r++) {
+            toks[0] = (int32_t)((r + 1) * 31 % w->cfg.vocab); /* a new sequence every run */
+            uint64_t t0 = fe_time_ns();
+            if (fe_causal_prompt(m, toks, lens[k], NULL, NULL) != FE_OK) {
+                printf("  prefill: %s\n", fe_causal_message(m));
+                goto out;
+            }
+            t[r] = (double)(fe_time_ns() - t0) / 1e9;
+        }
+        qsort(t, 3, sizeof t[0], cmp_d);
+        printf("  prefill %3d tokens: %8.1f tok/s (median of 3; spread %.1f..%.1f)\n", lens[k],
+               lens[k] / t[1], lens[k] / t[2], lens[k] / t[0]);
+    }
+    double d[3];
+    for (int r = 0; r < 3; r++) {
+        toks[0] = (int32_t)((r + 7) * 13 % w->cfg.vocab);
+        if (fe_causal_prompt(m, toks, 32, NULL, NULL) != FE_OK) goto out;
+        int made = 0;
+        uint64_t t0 = fe_time_ns();
+        if (fe_causal_decode(m, 64, count_tokens, &made) != FE_OK) {
+            printf("  decode: %s\n", fe_causal_message(m));
+            goto out;
+        }
+        d[r] = made / ((double)(fe_time_ns() - t0) / 1e9);
+    }
+    qsort(d, 3, sizeof d[0], cmp_d);
+    double ceiling = read_gbs * 1e9 / bytes_per_token(w);
+    printf("  decode 64 tokens:   %8.2f tok/s (median of 3; spread %.2f..%.2f)\n", d[1], d[0], d[2]);
+    printf("  decode ceiling:     %8.2f tok/s (read %.1f GB/s / %.2f GB a token): %.0f%% of it\n",
+           ceiling, read_gbs, bytes_per_token(w) / 1e9, 100 * d[1] / ceiling);
+out:
+    free(toks);
+    fe_causal_destroy(m);
+}
+
+int main(int argc, char **argv) {
+    const char *which = argc > 1 ? argv[1] : "all";
+    fe_device *dev = NULL;
+    fe_error err = {0};
+    fe_device_options o = fe_device_options_default();
+    if (fe_device_create(&o, &dev, &err) != FE_OK) {
+        fprintf(stderr, "bench_llm: %s\n", err.message);
+        return 1;
+    }
+    char line[512];
+    fe_device_describe(dev, line, sizeof line);
+    printf("machine: %s\n", line);
+    fe_membw_report rep;
+    fe_membw_options mo = {.read_bytes = (size_t)256 << 20, .triad_bytes = (size_t)16 << 20, .repeats = 8};
+    if (fe_membw_measure(dev, &mo, &rep) != FE_OK) return 1;
+    read_gbs = rep.read_gbs;
+    printf("read bandwidth (best of 1/2/4/8 streams per worker, %d workers): %.1f GB/s\n\n",
+           rep.n_workers, read_gbs);
+    if (!strcmp(which, "all") || !strcmp(which, "smollm2")) {
+        char path[512];
+        const char *home = getenv("FERRUM_CACHE_HOME");
+        if (home) snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", home);
+        else snprintf(path, sizeof path, "%s/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+                      getenv("HOME") ? getenv("HOME") : ".");
+        fe_gguf *g = NULL;
+        fe_lm_config cfg;
+        fe_llama_weights w;
+        if (fe_gguf_open(path, &g, &err) == FE_OK && fe_lm_config_from_gguf(g, &cfg, &err) == FE_OK &&
+            fe_llama_weights_from_gguf(g, &cfg, &w, &err) == FE_OK) {
+            run_model(dev, "SmolLM2-135M-Instruct Q4_1 (real weights)", &w);
+            fe_llama_weights_free(&w);
+        } else {
+            printf("SmolLM2: %s (scripts/setup fetches it)\n", err.message);
+        }
+        fe_gguf_close(g);
+    }
+    if (!strcmp(which, "all") || !strcmp(which, "llama")) {
+        fe_lm_config cfg;
+        fe_llama_weights w;
+        if (fe_lm_config_preset("llama-3.2-1b", &cfg, &err) != FE_OK ||
+            fe_llama_weights_random(&cfg, FE_DTYPE_BF16, 1, &w, &err) != FE_OK) {
+            printf("llama-3.2-1b: %s\n", err.message);
+        } else {
+            run_model(dev, "\nLlama 3.2 1B shape, BF16 random weights", &w);
+            fe_llama_weights_free(&w);
+        }
+    }
+    fe_device_destroy(dev);
+    return 0;
+}
