@@ -239,7 +239,7 @@ fe_status fe_gguf_tensor_get(const fe_gguf *g, const char *name, const fe_gguf_t
     if (!t->readable)
         return fe_error_set(err, FE_E_UNSUPPORTED,
                             "%s: tensor %s has type %s, which ferrum does not read; convert "
-                            "the file to Q8_0/Q4_1/BF16 (llama-quantize ... Q8_0)",
+                            "the file to Q8_0/Q4_1/BF16 (llama.cpp's llama-quantize)",
                             g->path, t->name, t->type_name);
     *out = t;
     return FE_OK;
