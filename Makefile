@@ -97,11 +97,15 @@ ubsan:
 
 # libFuzzer needs clang; each target runs for a bounded number of inputs from its seed corpus.
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
-build-fuzz/%: fuzz/%.c $(LIB_SRC) | $(SETUP_STAMP)
-	@mkdir -p $(@D)
-	$(MAKE) BUILD=build-fuzz/lib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/lib/libferrum.a
-	clang -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< $(filter-out apps/ferrum/main.c,$(APP_SRC)) build-fuzz/lib/libferrum.a $(LDLIBS)
+FUZZ_LIB := build-fuzz/lib/libferrum.a
+ifneq ($(BUILD),build-fuzz/lib)
+# one sub-make builds the instrumented library that every fuzzer links (no race under -j)
+$(FUZZ_LIB): $(LIB_SRC) $(shell find src include -name '*.h' -o -name '*.inc') | $(SETUP_STAMP)
+	$(MAKE) BUILD=build-fuzz/lib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" $(FUZZ_LIB)
+endif
+build-fuzz/%: fuzz/%.c $(FUZZ_LIB)
+	clang -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -Itests -fsanitize=fuzzer,address,undefined \
+	  -o $@ $< $(filter-out apps/ferrum/main.c,$(APP_SRC)) $(FUZZ_LIB) $(LDLIBS)
 # A short run of every fuzzer over its seed corpus, part of `make test` (log in build-fuzz/).
 fuzz-smoke: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \

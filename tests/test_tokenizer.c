@@ -1,10 +1,11 @@
-/* tests/test_tokenizer.c: the byte-level BPE tokenizer (src/lm/tokenizer*, bpe, pretokenize,
- * bytelevel): ids equal llama.cpp's test vectors for GPT-2 and Llama 3 (vocab GGUFs in
- * tests/fixtures) whether loaded from GGUF, from a tokenizer.json or (Llama 3) from a tiktoken
- * file; ids equal Hugging Face tokenizers' for SmolLM2 (tests/fixtures/smollm2_tokens.json,
- * from the checkpoint in the cache: skipped when missing, failed under CI=true); encode/decode
- * round-trips any text; the stream decoder emits only whole characters; malformed inputs are
- * clean errors that name the problem; failed allocations are FE_E_NOMEM. */
+/* tests/test_tokenizer.c: the byte-level BPE tokenizer gives the reference ids: llama.cpp's
+ * test vectors for GPT-2 and Llama 3 (vocab GGUFs in tests/fixtures) whether loaded from GGUF,
+ * from a tokenizer.json or (Llama 3) from a tiktoken file; Hugging Face tokenizers' ids for
+ * SmolLM2 (tests/fixtures/smollm2_tokens.json, made by scripts/make-token-fixtures.py, against
+ * the checkpoint in the cache: skipped when missing, failed under CI=true); BPE merges by
+ * rank; added tokens match longest-first and specials only when allowed; encode/decode
+ * round-trips any text; the stream decoder emits only whole characters. Malformed inputs and
+ * failed allocations are in test_tokenizer_input.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,84 +23,16 @@
 #include "lm/tokenizer.h"
 #include "support/lm_fixtures.h"
 #include "support/testing.h"
-
-/* ---- helpers ---- */
-
-static const char *fixture(const char *name) {
-    static char path[1024];
-    const char *dir = getenv("FERRUM_FIXTURES");
-    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "tests/fixtures", name);
-    return path;
-}
-
-static char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("%s: cannot open (run the tests from the repository root)", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)len + 1);
-    assert_non_null(p);
-    assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
-    p[len] = 0;
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
-
-static fe_tokenizer *from_gguf_file(const char *path, fe_gguf **keep) {
-    fe_gguf *g = NULL;
-    fe_error err;
-    if (fe_gguf_open(path, &g, &err)) fail_msg("%s", err.message);
-    fe_tokenizer *t = NULL;
-    if (fe_tokenizer_from_gguf(g, &t, &err)) fail_msg("%s", err.message);
-    if (keep) *keep = g;
-    else fe_gguf_close(g);
-    return t;
-}
-
-static void expect_ids(const fe_tokenizer *t, const char *text, size_t len, bool allow_special,
-                       const int32_t *want, size_t n_want, const char *label) {
-    int32_t *ids = NULL;
-    size_t n = 0;
-    fe_error err;
-    if (fe_tokenizer_encode_alloc(t, text, len, false, allow_special, &ids, &n, &err))
-        fail_msg("%s: %s", label, err.message);
-    bool same = n == n_want && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0);
-    if (!same) {
-        print_message("%s: text \"%.*s\"\n  got ", label, (int)len, text);
-        for (size_t i = 0; i < n; i++) print_message(" %d", (int)ids[i]);
-        print_message("\n want");
-        for (size_t i = 0; i < n_want; i++) print_message(" %d", (int)want[i]);
-        print_message("\n");
-    }
-    fe_free(ids);
-    assert_true(same);
-}
-
-static void expect_round_trip(const fe_tokenizer *t, const char *text, size_t len) {
-    int32_t *ids = NULL;
-    size_t n = 0;
-    fe_error err;
-    if (fe_tokenizer_encode_alloc(t, text, len, false, false, &ids, &n, &err))
-        fail_msg("%s", err.message);
-    char *back = malloc(len + 1);
-    size_t blen = 0;
-    if (fe_tokenizer_decode(t, ids, n, back, len + 1, &blen, &err)) fail_msg("%s", err.message);
-    assert_int_equal(blen, len);
-    assert_memory_equal(back, text, len);
-    free(back);
-    fe_free(ids);
-}
+#include "support/tok_fixtures.h"
 
 /* llama.cpp's test vectors: inputs split by "\n__ggml_vocab_test__\n", one output line each. */
 static void check_llama_cpp_vectors(const fe_tokenizer *t, const char *gguf_name) {
     char name[256];
     size_t ni, no;
     snprintf(name, sizeof name, "%s.inp", gguf_name);
-    char *inp = read_file(fixture(name), &ni);
+    char *inp = tokfix_read_file(tokfix_path(name), &ni);
     snprintf(name, sizeof name, "%s.out", gguf_name);
-    char *out = read_file(fixture(name), &no);
+    char *out = tokfix_read_file(tokfix_path(name), &no);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     size_t sl = sizeof sep - 1, pi = 0, po = 0;
     int cases = 0;
@@ -119,8 +52,8 @@ static void check_llama_cpp_vectors(const fe_tokenizer *t, const char *gguf_name
         }
         char label[320];
         snprintf(label, sizeof label, "%s case %d", gguf_name, cases);
-        expect_ids(t, inp + pi, tl, false, want, nw, label);
-        expect_round_trip(t, inp + pi, tl);
+        tokfix_expect_ids(t, inp + pi, tl, false, want, nw, label);
+        tokfix_expect_round_trip(t, inp + pi, tl);
         cases++;
         po = (size_t)(nl - out) + 1;
         pi += tl + (next ? sl : 0);
@@ -179,60 +112,20 @@ static void utf8_classifies_maximal_subparts(void **s) {
 
 /* ---- a tiny tokenizer from arrays ---- */
 
-/* 256 byte tokens, then `extra` tokens (raw text), merges and added tokens. */
-static fe_tokenizer *tiny(const char *const *extra, int n_extra, const char *const *merges,
-                          int n_merges, const fe_added_token *added, int n_added,
-                          const char *pre) {
-    static char text[256 + 64][96];
-    const char *tokens[256 + 64];
-    int n = 0;
-    for (int b = 0; b < 256; b++, n++) {
-        char c = (char)b;
-        text[n][fe_bytelevel_encode(&c, 1, text[n])] = 0;
-        tokens[n] = text[n];
-    }
-    for (int i = 0; i < n_extra; i++, n++) {
-        text[n][fe_bytelevel_encode(extra[i], strlen(extra[i]), text[n])] = 0;
-        tokens[n] = text[n];
-    }
-    static char mtext[64][200];
-    const char *m[64];
-    for (int i = 0; i < n_merges; i++) {
-        const char *sp = strchr(merges[i], ' ');
-        size_t k = fe_bytelevel_encode(merges[i], (size_t)(sp - merges[i]), mtext[i]);
-        mtext[i][k++] = ' ';
-        k += fe_bytelevel_encode(sp + 1, strlen(sp + 1), mtext[i] + k);
-        mtext[i][k] = 0;
-        m[i] = mtext[i];
-    }
-    fe_bpe_spec spec = fe_bpe_spec_default();
-    spec.tokens = tokens;
-    spec.n_tokens = n;
-    spec.merges = m;
-    spec.n_merges = n_merges;
-    spec.added = added;
-    spec.n_added = n_added;
-    spec.pre = pre;
-    fe_tokenizer *t = NULL;
-    fe_error err;
-    if (fe_tokenizer_create_bpe(&spec, &t, &err)) fail_msg("%s", err.message);
-    return t;
-}
-
 static void bpe_merges_lowest_rank_first(void **s) {
     (void)s;
     /* ids: 256 "bc", 257 "ab", 258 "abc", 259 "aa", 260 "aaaa" */
     const char *extra[] = {"bc", "ab", "abc", "aa", "aaaa"};
     const char *merges[] = {"b c", "a b", "a bc", "aa aa", "a a"};
-    fe_tokenizer *t = tiny(extra, 5, merges, 5, NULL, 0, "gpt2");
+    fe_tokenizer *t = tokfix_tiny(extra, 5, merges, 5, NULL, 0, "gpt2");
     /* "abc": "b c" (rank 0) beats "a b" (rank 1), then "a bc" */
-    expect_ids(t, "abc", 3, false, (int32_t[]){258}, 1, "abc");
+    tokfix_expect_ids(t, "abc", 3, false, (int32_t[]){258}, 1, "abc");
     /* "ab": only "a b" applies */
-    expect_ids(t, "ab", 2, false, (int32_t[]){257}, 1, "ab");
+    tokfix_expect_ids(t, "ab", 2, false, (int32_t[]){257}, 1, "ab");
     /* "aaaaa": "a a" merges leftmost first: aa aa a -> aaaa a */
-    expect_ids(t, "aaaaa", 5, false, (int32_t[]){260, 'a'}, 2, "aaaaa");
+    tokfix_expect_ids(t, "aaaaa", 5, false, (int32_t[]){260, 'a'}, 2, "aaaaa");
     /* pieces never merge across the pre-tokenizer's split: "ab bc" is "ab", " bc" */
-    expect_ids(t, "ab bc", 5, false, (int32_t[]){257, ' ', 256}, 3, "ab bc");
+    tokfix_expect_ids(t, "ab bc", 5, false, (int32_t[]){257, ' ', 256}, 3, "ab bc");
     int32_t id = fe_tokenizer_find(t, "abc", 3);
     assert_int_equal(id, 258);
     size_t len;
@@ -252,9 +145,9 @@ static void added_tokens_match_longest_first_and_specials_only_when_allowed(void
         {.text = "<|ab|>", .id = 257, .special = true},
         {.text = "<u>", .id = 258, .special = false, .rstrip = true},
     };
-    fe_tokenizer *t = tiny(extra, 3, NULL, 0, added, 3, "gpt2");
-    expect_ids(t, "x<|ab|>y", 8, true, (int32_t[]){'x', 257, 'y'}, 3, "longest");
-    expect_ids(t, "<|a|><|a|>", 10, true, (int32_t[]){256, 256}, 2, "adjacent");
+    fe_tokenizer *t = tokfix_tiny(extra, 3, NULL, 0, added, 3, "gpt2");
+    tokfix_expect_ids(t, "x<|ab|>y", 8, true, (int32_t[]){'x', 257, 'y'}, 3, "longest");
+    tokfix_expect_ids(t, "<|a|><|a|>", 10, true, (int32_t[]){256, 256}, 2, "adjacent");
     /* specials not allowed: read as text, but the user-defined <u> still matches */
     int32_t *ids;
     size_t n;
@@ -262,7 +155,7 @@ static void added_tokens_match_longest_first_and_specials_only_when_allowed(void
     assert_int_equal(fe_tokenizer_encode_alloc(t, "<|a|>", 5, false, false, &ids, &n, &err), FE_OK);
     assert_int_equal(n, 5); /* pieces "<|", "a", "|>"; no merges, so bytes */
     fe_free(ids);
-    expect_ids(t, "a<u>  b", 7, false, (int32_t[]){'a', 258, 'b'}, 3, "rstrip");
+    tokfix_expect_ids(t, "a<u>  b", 7, false, (int32_t[]){'a', 258, 'b'}, 3, "rstrip");
     assert_int_equal(fe_tokenizer_token_type(t, 256), FE_TOKEN_CONTROL);
     assert_int_equal(fe_tokenizer_token_type(t, 258), FE_TOKEN_USER_DEFINED);
     assert_int_equal(fe_tokenizer_token_type(t, 'a'), FE_TOKEN_NORMAL);
@@ -294,7 +187,7 @@ static void added_tokens_match_longest_first_and_specials_only_when_allowed(void
 
 static void gpt2_matches_llama_cpp_vectors(void **s) {
     (void)s;
-    fe_tokenizer *t = from_gguf_file(fixture("ggml-vocab-gpt-2.gguf"), NULL);
+    fe_tokenizer *t = tokfix_from_gguf(tokfix_path("ggml-vocab-gpt-2.gguf"), NULL);
     assert_int_equal(fe_tokenizer_n_vocab(t), 50257);
     assert_int_equal(fe_tokenizer_bos(t), 50256);
     check_llama_cpp_vectors(t, "ggml-vocab-gpt-2.gguf");
@@ -303,12 +196,12 @@ static void gpt2_matches_llama_cpp_vectors(void **s) {
 
 static void llama3_matches_llama_cpp_vectors(void **s) {
     (void)s;
-    fe_tokenizer *t = from_gguf_file(fixture("ggml-vocab-llama-bpe.gguf"), NULL);
+    fe_tokenizer *t = tokfix_from_gguf(tokfix_path("ggml-vocab-llama-bpe.gguf"), NULL);
     assert_int_equal(fe_tokenizer_n_vocab(t), 128256);
     assert_int_equal(fe_tokenizer_bos(t), 128000);
     assert_true(fe_tokenizer_add_bos(t));
     check_llama_cpp_vectors(t, "ggml-vocab-llama-bpe.gguf");
-    expect_ids(t, "<|begin_of_text|>hi<|eot_id|>", 29, true, (int32_t[]){128000, 6151, 128009}, 3,
+    tokfix_expect_ids(t, "<|begin_of_text|>hi<|eot_id|>", 29, true, (int32_t[]){128000, 6151, 128009}, 3,
                "llama3 specials");
     fe_tokenizer_destroy(t);
 }
@@ -381,7 +274,7 @@ static void tokenizer_json_loads_gpt2_and_llama3(void **s) {
     };
     for (int i = 0; i < 2; i++) {
         fe_gguf *g;
-        fe_tokenizer *ref = from_gguf_file(fixture(cases[i].gguf), &g);
+        fe_tokenizer *ref = tokfix_from_gguf(tokfix_path(cases[i].gguf), &g);
         size_t len;
         char *text = json_from_gguf(g, cases[i].pre, cases[i].ignore, &len);
         fe_gguf_close(g);
@@ -413,7 +306,7 @@ static char *b64(const unsigned char *p, size_t n, char *out) {
 
 static void tiktoken_llama3_matches_llama_cpp_vectors(void **s) {
     (void)s;
-    fe_tokenizer *ref = from_gguf_file(fixture("ggml-vocab-llama-bpe.gguf"), NULL);
+    fe_tokenizer *ref = tokfix_from_gguf(tokfix_path("ggml-vocab-llama-bpe.gguf"), NULL);
     /* the ranks file Meta ships is these 128000 tokens' bytes in id order */
     size_t cap = 128000 * 64, n = 0;
     char *file = malloc(cap);
@@ -455,9 +348,9 @@ static void smollm2_matches_hf_tokenizers(void **s) {
         skip();
     }
     fclose(f);
-    fe_tokenizer *t = from_gguf_file(path, NULL);
+    fe_tokenizer *t = tokfix_from_gguf(path, NULL);
     size_t n;
-    char *text = read_file(fixture("smollm2_tokens.json"), &n);
+    char *text = tokfix_read_file(tokfix_path("smollm2_tokens.json"), &n);
     json_t *root;
     fe_error err;
     if (fe_json_parse(text, n, "smollm2_tokens.json", &root, &err)) fail_msg("%s", err.message);
@@ -479,7 +372,7 @@ static void smollm2_matches_hf_tokenizers(void **s) {
             for (size_t k = 0; k < nw; k++) want[k] = (int32_t)json_integer_value(json_array_get(ids, k));
             char label[64];
             snprintf(label, sizeof label, "smollm2 case %zu (specials %s)", i, allow ? "on" : "off");
-            expect_ids(t, json_string_value(str), json_string_length(str), allow, want, nw, label);
+            tokfix_expect_ids(t, json_string_value(str), json_string_length(str), allow, want, nw, label);
             /* decode gives the text back, specials included, less the bytes with no token */
             char out[4096], kept[4096];
             size_t len, nk = 0;
@@ -557,11 +450,11 @@ static void encode_decode_round_trips_and_streams(void **s) {
     test_rng r = {42};
     char buf[1024];
     for (int f = 0; f < 2; f++) {
-        fe_tokenizer *t = from_gguf_file(fixture(files[f]), NULL);
+        fe_tokenizer *t = tokfix_from_gguf(tokfix_path(files[f]), NULL);
         for (int i = 0; i < 300; i++) {
             size_t n = random_text(&r, buf, 48);
             assert_true(fe_utf8_valid(buf, n));
-            expect_round_trip(t, buf, n);
+            tokfix_expect_round_trip(t, buf, n);
             int32_t *ids;
             size_t k;
             fe_error err;
@@ -573,7 +466,7 @@ static void encode_decode_round_trips_and_streams(void **s) {
         for (int i = 0; i < 300; i++) {
             size_t n = 1 + test_rng_next(&r) % 64;
             for (size_t j = 0; j < n; j++) buf[j] = (char)test_rng_next(&r);
-            expect_round_trip(t, buf, n);
+            tokfix_expect_round_trip(t, buf, n);
         }
         /* a crab is one character over several tokens: nothing comes out before its last */
         int32_t *ids;
@@ -590,7 +483,7 @@ static void encode_decode_round_trips_and_streams(void **s) {
 
 static void stream_replaces_what_can_never_be_valid(void **s) {
     (void)s;
-    fe_tokenizer *t = tiny(NULL, 0, NULL, 0, NULL, 0, "gpt2");
+    fe_tokenizer *t = tokfix_tiny(NULL, 0, NULL, 0, NULL, 0, "gpt2");
     fe_token_stream st;
     fe_token_stream_init(&st, t);
     char out[64];
@@ -617,142 +510,26 @@ static void stream_replaces_what_can_never_be_valid(void **s) {
 
 static void long_runs_encode_and_round_trip(void **s) {
     (void)s;
-    fe_tokenizer *t = from_gguf_file(fixture("ggml-vocab-llama-bpe.gguf"), NULL);
+    fe_tokenizer *t = tokfix_from_gguf(tokfix_path("ggml-vocab-llama-bpe.gguf"), NULL);
     size_t n = 1 << 20;
     char *text = malloc(n);
     const char fills[] = {' ', 'a', '7', '\n', '!'};
     for (size_t f = 0; f < sizeof fills; f++) {
         memset(text, fills[f], n);
-        expect_round_trip(t, text, n);
+        tokfix_expect_round_trip(t, text, n);
     }
     for (size_t i = 0; i < n; i++) text[i] = " \n\t"[i % 3 == 0 ? 0 : i % 7 == 0 ? 1 : 2];
-    expect_round_trip(t, text, n);
+    tokfix_expect_round_trip(t, text, n);
     free(text);
     fe_tokenizer_destroy(t);
 }
 
 /* ---- malformed inputs ---- */
 
-/* A small valid tokenizer.json around the given pieces (printf args: added_tokens JSON, extra
- * vocab entries, merges JSON, pre_tokenizer JSON). */
-static char *tiny_json(const char *added, const char *extra_vocab, const char *merges,
-                       const char *pre) {
-    size_t cap = 1 << 16, n = 0;
-    char *p = malloc(cap);
-    n += (size_t)snprintf(p + n, cap - n, "{\"added_tokens\":%s,\"normalizer\":null,"
-                          "\"pre_tokenizer\":%s,\"model\":{\"type\":\"BPE\",\"vocab\":{", added, pre);
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b, e[8];
-        size_t k = fe_bytelevel_encode(&c, 1, e);
-        json_t *str = json_stringn(e, k);
-        char *q = json_dumps(str, JSON_ENCODE_ANY);
-        n += (size_t)snprintf(p + n, cap - n, "%s%s:%d", b ? "," : "", q, b);
-        free(q);
-        json_decref(str);
-    }
-    n += (size_t)snprintf(p + n, cap - n, "%s},\"merges\":%s}}", extra_vocab, merges);
-    return p;
-}
-
-static const char *BYTELEVEL = "{\"type\":\"ByteLevel\",\"add_prefix_space\":false}";
-
-static void expect_refused(const char *text, fe_status want, const char *needle) {
-    fe_tokenizer *t = NULL;
-    fe_error err = {0};
-    fe_status st = fe_tokenizer_from_json(text, strlen(text), "bad.json", &t, &err);
-    if (st != want || !strstr(err.message, needle))
-        fail_msg("want %s with \"%s\", got %s: %s\n  input: %.200s", fe_status_str(want), needle,
-                 fe_status_str(st), err.message, text);
-    assert_null(t);
-    assert_non_null(strstr(err.message, "bad.json"));
-}
-
-static void malformed_tokenizer_json_is_refused_by_name(void **s) {
-    (void)s;
-    char *ok = tiny_json("[]", ",\"ab\":256", "[\"a b\"]", BYTELEVEL);
-    fe_tokenizer *t = NULL;
-    fe_error err;
-    if (fe_tokenizer_from_json(ok, strlen(ok), "ok.json", &t, &err)) fail_msg("%s", err.message);
-    expect_ids(t, "ab", 2, false, (int32_t[]){256}, 1, "tiny json");
-    fe_tokenizer_destroy(t);
-    free(ok);
-
-    expect_refused("{\"model\": ", FE_E_FORMAT, "not valid JSON");
-    expect_refused("{\"model\": {\"vocab\": {\"\xff\": 0}}}", FE_E_FORMAT, "not valid JSON");
-    expect_refused("[1, 2]", FE_E_FORMAT, "not a JSON object");
-    expect_refused("{\"version\": \"1.0\"}", FE_E_FORMAT, "no \"model\"");
-    expect_refused("{\"model\": {\"type\": \"BPE\", \"merges\": []}}", FE_E_FORMAT, "model.vocab");
-    expect_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {}}}", FE_E_FORMAT, "model.merges");
-    expect_refused("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}", FE_E_UNSUPPORTED,
-                   "WordPiece");
-    expect_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}", FE_E_FORMAT,
-                   "empty");
-    expect_refused("{\"model\": {\"vocab\": {\"a\": \"x\"}, \"merges\": []}}", FE_E_FORMAT,
-                   "not an integer");
-    expect_refused("{\"model\": {\"vocab\": {\"a\": -3}, \"merges\": []}}", FE_E_FORMAT, "outside");
-    expect_refused("{\"model\": {\"vocab\": {\"a\": 99999999999}, \"merges\": []}}", FE_E_FORMAT,
-                   "outside");
-    expect_refused("{\"model\": {\"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}", FE_E_FORMAT,
-                   "given twice");
-    expect_refused("{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}", FE_E_UNSUPPORTED,
-                   "no pre_tokenizer");
-    expect_refused("{\"model\": {\"vocab\": {}, \"merges\": [], \"byte_fallback\": true}}",
-                   FE_E_UNSUPPORTED, "byte_fallback");
-
-    struct {
-        const char *added, *vocab, *merges, *pre;
-        fe_status st;
-        const char *needle;
-    } bad[] = {
-        {"[]", "", "[\"a zz\"]", BYTELEVEL, FE_E_FORMAT, "right token \"zz\" is not in the vocabulary"},
-        {"[]", "", "[\"a b\"]", BYTELEVEL, FE_E_FORMAT, "merged token \"ab\""},
-        {"[]", "", "[\"ab\"]", BYTELEVEL, FE_E_FORMAT, "model.merges[0]"},
-        {"[]", "", "[[\"a\"]]", BYTELEVEL, FE_E_FORMAT, "model.merges[0]"},
-        {"[]", "", "[7]", BYTELEVEL, FE_E_FORMAT, "model.merges[0]"},
-        {"[]", "", "{}", BYTELEVEL, FE_E_FORMAT, "model.merges"},
-        {"[{\"id\": 300}]", "", "[]", BYTELEVEL, FE_E_FORMAT, "added_tokens[0]"},
-        {"[{\"id\": \"x\", \"content\": \"<s>\"}]", "", "[]", BYTELEVEL, FE_E_FORMAT,
-         "not an integer"},
-        {"[{\"id\": 300, \"content\": \"<s>\", \"special\": 1}]", "", "[]", BYTELEVEL, FE_E_FORMAT,
-         "not a boolean"},
-        {"{}", "", "[]", BYTELEVEL, FE_E_FORMAT, "added_tokens"},
-        {"[]", "", "[]", "null", FE_E_UNSUPPORTED, "no pre_tokenizer"},
-        {"[]", "", "[]", "{\"type\": \"Whitespace\"}", FE_E_UNSUPPORTED, "Whitespace"},
-        {"[]", "", "[]", "{\"type\": \"Digits\", \"individual_digits\": true}", FE_E_UNSUPPORTED,
-         "no ByteLevel"},
-        {"[]", "", "[]", "{\"type\": \"ByteLevel\", \"add_prefix_space\": true}", FE_E_UNSUPPORTED,
-         "add_prefix_space"},
-        {"[]", "", "[]", "{\"type\": \"Sequence\", \"pretokenizers\": 3}", FE_E_FORMAT,
-         "pretokenizers"},
-        {"[]", "", "[]",
-         "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
-         "{\"Regex\": \"(unclosed\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\"}]}",
-         FE_E_FORMAT, "does not compile"},
-        {"[]", "", "[]",
-         "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
-         "{\"Regex\": \"a\"}, \"behavior\": \"Removed\"}, {\"type\": \"ByteLevel\"}]}",
-         FE_E_UNSUPPORTED, "Removed"},
-        {"[]", "", "[]",
-         "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": "
-         "\"Digits\"}]}",
-         FE_E_UNSUPPORTED, "after ByteLevel"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *text = tiny_json(bad[i].added, bad[i].vocab, bad[i].merges, bad[i].pre);
-        expect_refused(text, bad[i].st, bad[i].needle);
-        free(text);
-    }
-    /* a normalizer would change the ids: refused, not ignored */
-    expect_refused("{\"normalizer\": {\"type\": \"NFC\"}, \"model\": {\"vocab\": {}, \"merges\": []}}",
-                   FE_E_UNSUPPORTED, "normalizer");
-    assert_int_equal(fe_tokenizer_load_json("/nonexistent/tokenizer.json", &t, &err), FE_E_IO);
-    assert_null(t);
-}
-
 static void tokenizer_json_reads_splits_digits_and_bos(void **s) {
     (void)s;
     /* SmolLM2's chain (Digits then ByteLevel), a String split, a BOS from TemplateProcessing */
-    char *text = tiny_json(
+    char *text = tokfix_tiny_json(
         "[{\"id\": 256, \"content\": \"<s>\", \"special\": true}]", "",
         "[]",
         "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
@@ -785,164 +562,6 @@ static void tokenizer_json_reads_splits_digits_and_bos(void **s) {
     fe_tokenizer_destroy(t);
 }
 
-static void gguf_tokenizer_metadata_is_checked(void **s) {
-    (void)s;
-    /* a GGUF with metadata only: built by hand, keys and values in GGUF v3 layout */
-    struct kv {
-        const char *key;
-        int kind; /* 0 string, 1 string array, 2 u32 */
-        const char *str;
-        const char *const *arr;
-        size_t n;
-        uint32_t u;
-    };
-    static const char *toks_ok[258];
-    static char bytes[256][8];
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b;
-        bytes[b][fe_bytelevel_encode(&c, 1, bytes[b])] = 0;
-        toks_ok[b] = bytes[b];
-    }
-    toks_ok[256] = "ab";
-    toks_ok[257] = "<|x|>";
-    const char *merges_ok[] = {"a b"}, *merges_bad[] = {"a q"}, *merges_nospace[] = {"ab"};
-    struct {
-        struct kv kvs[5];
-        int n;
-        fe_status want;
-        const char *needle;
-    } cases[] = {
-        {{{"general.name", 0, "x", NULL, 0, 0}}, 1, FE_E_NOTFOUND, "no tokenizer.ggml.model"},
-        {{{"tokenizer.ggml.model", 0, "llama", NULL, 0, 0}}, 1, FE_E_UNSUPPORTED, "\"llama\""},
-        {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0}}, 1, FE_E_FORMAT, "tokenizer.ggml.tokens"},
-        {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0},
-          {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0},
-          {"tokenizer.ggml.merges", 1, NULL, merges_bad, 1, 0}},
-         3, FE_E_FORMAT, "merges[0]"},
-        {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0},
-          {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0},
-          {"tokenizer.ggml.merges", 1, NULL, merges_nospace, 1, 0}},
-         3, FE_E_FORMAT, "split by a space"},
-        {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0},
-          {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0},
-          {"tokenizer.ggml.merges", 1, NULL, merges_ok, 1, 0},
-          {"tokenizer.ggml.pre", 0, "mystery", NULL, 0, 0}},
-         4, FE_E_UNSUPPORTED, "mystery"},
-        {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0},
-          {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0},
-          {"tokenizer.ggml.merges", 1, NULL, merges_ok, 1, 0},
-          {"tokenizer.ggml.eos_token_id", 2, NULL, NULL, 0, 9999}},
-         4, FE_E_FORMAT, "eos_token_id"},
-        {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0},
-          {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0},
-          {"tokenizer.ggml.merges", 1, NULL, merges_ok, 1, 0},
-          {"tokenizer.ggml.pre", 0, "smollm", NULL, 0, 0},
-          {"tokenizer.ggml.eos_token_id", 2, NULL, NULL, 0, 257}},
-         5, FE_OK, ""},
-    };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        lmfix_buf b = {0};
-        lmfix_put(&b, "GGUF", 4);
-        lmfix_u32(&b, 3);
-        lmfix_u64(&b, 0);
-        lmfix_u64(&b, (uint64_t)cases[c].n);
-        for (int i = 0; i < cases[c].n; i++) {
-            const struct kv *kv = &cases[c].kvs[i];
-            lmfix_u64(&b, strlen(kv->key));
-            lmfix_put(&b, kv->key, strlen(kv->key));
-            if (kv->kind == 0) {
-                lmfix_u32(&b, 8);
-                lmfix_u64(&b, strlen(kv->str));
-                lmfix_put(&b, kv->str, strlen(kv->str));
-            } else if (kv->kind == 1) {
-                lmfix_u32(&b, 9);
-                lmfix_u32(&b, 8);
-                lmfix_u64(&b, kv->n);
-                for (size_t j = 0; j < kv->n; j++) {
-                    lmfix_u64(&b, strlen(kv->arr[j]));
-                    lmfix_put(&b, kv->arr[j], strlen(kv->arr[j]));
-                }
-            } else {
-                lmfix_u32(&b, 4);
-                lmfix_u32(&b, kv->u);
-            }
-        }
-        fe_gguf *g = NULL;
-        fe_error err = {0};
-        if (fe_gguf_open_memory(b.p, b.n, "meta.gguf", &g, &err)) fail_msg("%s", err.message);
-        fe_tokenizer *t = NULL;
-        fe_status st = fe_tokenizer_from_gguf(g, &t, &err);
-        if (st != cases[c].want || !strstr(err.message, cases[c].needle))
-            fail_msg("case %zu: want %s (%s), got %s: %s", c, fe_status_str(cases[c].want),
-                     cases[c].needle, fe_status_str(st), err.message);
-        if (st == FE_OK) {
-            /* no token_type: "<|x|>" is a normal token, never matched whole */
-            expect_ids(t, "ab1", 3, true, (int32_t[]){256, '1'}, 2, "meta.gguf");
-            assert_int_equal(fe_tokenizer_eos(t), 257);
-        }
-        fe_tokenizer_destroy(t);
-        fe_gguf_close(g);
-        lmfix_free(&b);
-    }
-}
-
-static void malformed_tiktoken_is_refused_by_name(void **s) {
-    (void)s;
-    struct {
-        const char *text;
-        const char *needle;
-    } bad[] = {
-        {"", "no tokens"},
-        {"QQ== 0\nQg== x\n", "line 2"},
-        {"QQ== 0\n!!!! 1\n", "line 2"},
-        {"QQ 0\n", "line 1"},
-        {"QQ== 0\nQg== 0\n", "given twice"},
-        {"QQ==\n", "line 1"},
-        {"QQ== 99999999999\n", "line 1"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        fe_tokenizer *t = NULL;
-        fe_error err = {0};
-        fe_status st = fe_tokenizer_from_tiktoken(bad[i].text, strlen(bad[i].text), "x.model", NULL,
-                                                  0, NULL, &t, &err);
-        if (st != FE_E_FORMAT || !strstr(err.message, bad[i].needle))
-            fail_msg("case %zu: got %s: %s", i, fe_status_str(st), err.message);
-        assert_null(t);
-    }
-}
-
-static void failed_allocations_are_clean(void **s) {
-    (void)s;
-    char *text = tiny_json("[{\"id\": 257, \"content\": \"<|x|>\", \"special\": true}]",
-                           ",\"ab\":256", "[[\"a\", \"b\"]]",
-                           "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
-                           "\"individual_digits\": true}, {\"type\": \"ByteLevel\"}]}");
-    const char *input = "ab 12 <|x|> hello \xf0\x9f\xa6\x80 world, ab ab";
-    bool done = false;
-    for (long n = 1; !done && n < 100000; n++) {
-        fe_tokenizer *t = NULL;
-        fe_error err;
-        fe_alloc_fail_at(n);
-        fe_status st = fe_tokenizer_from_json(text, strlen(text), "tiny.json", &t, &err);
-        int32_t *ids = NULL;
-        size_t k = 0;
-        if (st == FE_OK)
-            st = fe_tokenizer_encode_alloc(t, input, strlen(input), false, true, &ids, &k, &err);
-        long made = fe_alloc_fail_at(0);
-        if (st == FE_OK) {
-            if (made < n) done = true; /* nothing failed: every allocation was tried */
-            fe_free(ids);
-        } else {
-            if (st != FE_E_NOMEM) fail_msg("allocation %ld failed: got %s: %s", n, fe_status_str(st),
-                                           err.message);
-            assert_null(ids);
-        }
-        fe_tokenizer_destroy(t);
-    }
-    assert_true(done);
-    free(text);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bytelevel_mapping_is_gpt2s),
@@ -957,11 +576,7 @@ int main(void) {
         cmocka_unit_test(encode_decode_round_trips_and_streams),
         cmocka_unit_test(stream_replaces_what_can_never_be_valid),
         cmocka_unit_test(long_runs_encode_and_round_trip),
-        cmocka_unit_test(malformed_tokenizer_json_is_refused_by_name),
         cmocka_unit_test(tokenizer_json_reads_splits_digits_and_bos),
-        cmocka_unit_test(gguf_tokenizer_metadata_is_checked),
-        cmocka_unit_test(malformed_tiktoken_is_refused_by_name),
-        cmocka_unit_test(failed_allocations_are_clean),
     };
     return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);
 }

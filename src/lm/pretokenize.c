@@ -24,7 +24,7 @@ static const char *const digit_each = "\\p{N}";
 /* llama.cpp's names (llama-vocab.cpp), grouped by the chain they select. */
 static const struct named {
     const char *name;
-    const char *const *chain[2]; /* NULL-terminated */
+    const char *const *chain[2]; /* run in order; NULL when the chain is shorter */
     bool llama3; /* llama.cpp: ignore_merges and add_bos */
 } NAMED[] = {
     {"gpt2", {&fe_pretok_gpt2, NULL}, false},

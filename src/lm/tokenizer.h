@@ -24,9 +24,12 @@
  *
  * Known limits: byte-level BPE only (no WordPiece, SentencePiece, Unigram yet); tokenizer.json
  * normalizers other than null, ByteLevel add_prefix_space, and Split behaviours other than
- * Isolated are refused (FE_E_UNSUPPORTED); an added token's lstrip/rstrip strip ASCII
- * whitespace only and single_word is not honoured; decode gives raw bytes (no
- * clean_up_tokenization_spaces). */
+ * Isolated are refused (FE_E_UNSUPPORTED); model.unk_token is not used (a byte with no token
+ * is dropped, as when it is null); an added token's lstrip/rstrip strip ASCII whitespace only
+ * and single_word is not honoured; decode gives raw bytes (no clean_up_tokenization_spaces);
+ * \p{L}, \p{N} and \s follow PCRE2's Unicode tables (10.42: Unicode 14), so a character
+ * assigned later (say U+1E4F0..9, Nag Mundari digits, Unicode 15) can split otherwise than in
+ * Hugging Face tokenizers. */
 #ifndef FE_LM_TOKENIZER_H
 #define FE_LM_TOKENIZER_H
 
