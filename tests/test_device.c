@@ -100,7 +100,8 @@ static void pool_runs_steps_on_their_width_with_barriers(void **s) {
         fe_step steps[3] = {{write_slots, &p, workers}, {sum_slots, &p, workers},
                             {write_slots, &p, 1}};
         uint64_t before = fe_device_dispatch_count(dev);
-        const int rounds = 20000;
+        /* fewer rounds when the pool has more workers than this machine has CPUs */
+        const int rounds = workers <= fe_device_get_info(dev)->n_cores ? 20000 : 2000;
         for (int r = 0; r < rounds; r++) fe_device_dispatch(dev, steps, 2);
         assert_int_equal(p.rounds_ok, rounds);
         for (int i = 0; i < workers; i++) assert_int_equal(atomic_load(&p.ran[i]), rounds);

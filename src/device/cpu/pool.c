@@ -17,9 +17,11 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
-enum { SPIN_ITERS = 1 << 14 };
+/* Spin this long before sleeping; far less when the pool has more workers than CPUs, where a
+ * spinning waiter only keeps the worker it waits for off the CPU. */
+enum { SPIN_ITERS = 1 << 14, SPIN_ITERS_OVERSUBSCRIBED = 64 };
 
-typedef struct { _Alignas(64) atomic_uint word; atomic_int sleepers; } wait_word;
+typedef struct { _Alignas(64) atomic_uint word; atomic_int sleepers; int spin; } wait_word;
 
 struct fe_pool {
     int n;
@@ -46,7 +48,7 @@ static void futex_wake_all(atomic_uint *w) {
 /* Waits until w->word differs from `seen`; returns the new value. */
 static unsigned wait_change(wait_word *w, unsigned seen) {
     unsigned v;
-    for (int i = 0; i < SPIN_ITERS; i++) {
+    for (int i = 0; i < w->spin; i++) {
         v = atomic_load_explicit(&w->word, memory_order_acquire);
         if (v != seen) return v;
         _mm_pause();
@@ -120,6 +122,8 @@ fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err) {
     atomic_init(&p->barrier.sleepers, 0);
     atomic_init(&p->arrived, 0);
     atomic_init(&p->stop, 0);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    p->go.spin = p->barrier.spin = p->n > ncpu ? SPIN_ITERS_OVERSUBSCRIBED : SPIN_ITERS;
     if (p->n > 1) {
         p->threads = fe_calloc((size_t)p->n, sizeof *p->threads);
         if (!p->threads) {
