@@ -12,15 +12,19 @@
 static void generate_usage(FILE *f) {
     fprintf(f,
             "usage: ferrum generate MODEL [options]\n\n"
-            "Generates text from a Llama-family model. MODEL is a GGUF file; with\n"
-            "--random-weights it may also be a config.json (or its folder) or a preset name\n"
-            "(llama-3.2-1b, smollm2-135m). Without a tokenizer the prompt is given as ids or\n"
-            "drawn at random, and the output is printed as ids.\n\n"
+            "Generates text from a Llama-family model. MODEL is a GGUF file, or a Hugging\n"
+            "Face checkpoint: a folder with config.json and model.safetensors (or a sharded\n"
+            "model.safetensors.index.json), or one .safetensors file with config.json beside\n"
+            "it (tokenizer.json from the same folder when present). With --random-weights it\n"
+            "may also be a config.json (or its folder) or a preset name (llama-3.2-1b,\n"
+            "smollm2-135m). Without a tokenizer the prompt is given as ids or drawn at\n"
+            "random, and the output is printed as ids.\n\n"
             "  --prompt TEXT          the prompt\n"
             "  --prompt-file F        the prompt, from a file\n"
             "  --prompt-ids 1,2,3     the prompt as token ids\n"
             "  --prompt-len N         a random prompt of N ids (default 16 without a tokenizer)\n"
-            "  --tokenizer FILE       tokenizer.json (default: the GGUF's own)\n"
+            "  --tokenizer FILE       tokenizer.json (default: the GGUF's own, or the one\n"
+            "                         beside a safetensors checkpoint)\n"
             "  --chat                 wrap the prompt in the model's chat template\n"
             "  --num-tokens N         tokens to generate (default 64)\n"
             "  --temperature T        0 = greedy (default 0)\n"
@@ -29,6 +33,9 @@ static void generate_usage(FILE *f) {
             "  --max-seq-len N        KV cache rows (default min(4096, the model's context))\n"
             "  --each-step            one dispatch per step instead of one per call\n"
             "  --random-weights SEED  random weights in MODEL's shapes (--dtype f32|bf16, default bf16)\n"
+            "  --write-safetensors DIR  write the weights (drawn with --random-weights, or\n"
+            "                         loaded in f32/bf16/f16) to DIR as a Hugging Face folder\n"
+            "                         (model.safetensors, config.json) and stop\n"
             "  --check-accuracy       teacher-forced KL of the model against the float32 oracle\n"
             "  --check-determinism N  N alternated runs of two prompts, logits compared as bytes\n"
             "  --verbose              print the graph's packaging and per-call values\n");
@@ -75,6 +82,7 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
         else if (!strcmp(o, "--prompt-file")) a->prompt_file = v;
         else if (!strcmp(o, "--prompt-ids")) a->prompt_ids = v;
         else if (!strcmp(o, "--tokenizer")) a->tokenizer = v;
+        else if (!strcmp(o, "--write-safetensors")) a->write_safetensors = v, ok = *v != '\0';
         else if (!strcmp(o, "--dtype")) a->dtype = v, ok = !strcmp(v, "f32") || !strcmp(v, "bf16");
         else if (!strcmp(o, "--prompt-len")) ok = parse_i64(v, 1, 1 << 20, &a->prompt_len);
         else if (!strcmp(o, "--num-tokens")) ok = parse_i64(v, 0, 1 << 20, &a->num_tokens);
@@ -102,12 +110,18 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
         if (takes) i++;
     }
     if (!a->model) {
-        fprintf(io->err, "ferrum generate: give a MODEL (a .gguf file, or a preset with --random-weights)\n");
+        fprintf(io->err, "ferrum generate: give a MODEL (a .gguf file, a safetensors checkpoint, or a "
+                "preset with --random-weights)\n");
         return FE_EXIT_USAGE;
     }
     int prompts = !!a->prompt + !!a->prompt_file + !!a->prompt_ids + (a->prompt_len > 0);
     if (prompts > 1) {
         fprintf(io->err, "ferrum generate: give one of --prompt, --prompt-file, --prompt-ids, --prompt-len\n");
+        return FE_EXIT_USAGE;
+    }
+    if (a->write_safetensors && (prompts || a->chat || a->check_accuracy || a->check_determinism)) {
+        fprintf(io->err, "ferrum generate: --write-safetensors writes the weights and stops; it takes "
+                "no prompt, --chat or checks\n");
         return FE_EXIT_USAGE;
     }
     return FE_EXIT_OK;

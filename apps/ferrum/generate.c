@@ -1,6 +1,8 @@
-/* apps/ferrum/generate.c: the run behind `ferrum generate`: load the model (GGUF mapped, or
- * random weights), build the prompt (text through the tokenizer and chat template, ids, or
- * random ids), prefill, stream the decoded tokens, print the summary, run the checks. */
+/* apps/ferrum/generate.c: the run behind `ferrum generate`: load the model (GGUF or a Hugging
+ * Face safetensors checkpoint, mapped; or random weights), optionally write it out as a
+ * safetensors folder and stop, build the prompt (text through the tokenizer and chat
+ * template, ids, or random ids), prefill, stream the decoded tokens, print the summary, run
+ * the checks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +14,18 @@
 #include "lm/causal.h"
 #include "lm/checks.h"
 #include "lm/gguf.h"
+#include "lm/mapped.h"
 #include "lm/oracle.h"
+#include "lm/safetensors.h"
+#include "lm/safetensors_write.h"
 #include "lm/tokenizer.h"
 
 typedef struct session {
     fe_device *dev;
     fe_gguf *gguf;
+    fe_safetensors *st;
     fe_lm_config cfg;
     fe_llama_weights w;
-    bool have_weights;
     fe_tokenizer *tok;
     fe_causal *m;
     int32_t *ids;
@@ -66,6 +71,46 @@ static int fail(const fe_cli_io *io, const char *what, const char *msg) {
     return FE_EXIT_FAILURE;
 }
 
+/* dir/name for the folder a checkpoint path names (itself when it is a folder, else the
+ * folder holding the file). fe_malloc'd; NULL when out of memory. */
+static char *beside(const char *model, const char *name) {
+    size_t n = strlen(model);
+    if (!fe_path_is_dir(model)) {
+        const char *slash = strrchr(model, '/');
+        n = slash ? (size_t)(slash - model) : 0;
+    }
+    size_t cap = n + strlen(name) + 3;
+    char *p = fe_malloc(cap);
+    if (p) snprintf(p, cap, "%.*s/%s", (int)n, n ? model : ".", name);
+    return p;
+}
+
+/* A Hugging Face checkpoint: config.json from its folder, the weights mapped, tokenizer.json
+ * from its folder when there is one and no --tokenizer. */
+static int load_safetensors(session *s, const gen_args *a, const fe_cli_io *io) {
+    fe_error err = {0};
+    char *config = beside(a->model, "config.json"), *tok = beside(a->model, "tokenizer.json");
+    int code = FE_EXIT_FAILURE;
+    if (!config || !tok) {
+        fail(io, "out of memory", "");
+    } else if (fe_lm_config_from_json_file(config, &s->cfg, &err) != FE_OK) {
+        fail(io, config, err.message);
+    } else {
+        fprintf(io->err, "ferrum: mapping %s...\n", a->model);
+        if (fe_safetensors_open(a->model, &s->st, &err) != FE_OK ||
+            fe_llama_weights_from_safetensors(s->st, &s->cfg, &s->w, &err) != FE_OK)
+            fail(io, a->model, err.message);
+        else if (!a->tokenizer && fe_path_is_file(tok) &&
+                 fe_tokenizer_load_json(tok, &s->tok, &err) != FE_OK)
+            fail(io, tok, err.message);
+        else
+            code = FE_EXIT_OK;
+    }
+    fe_free(config);
+    fe_free(tok);
+    return code;
+}
+
 static int load(session *s, const gen_args *a, const fe_cli_io *io) {
     fe_error err = {0};
     if (a->random_weights) {
@@ -85,11 +130,15 @@ static int load(session *s, const gen_args *a, const fe_cli_io *io) {
             return fail(io, a->model, err.message);
         if (!a->tokenizer && fe_tokenizer_from_gguf(s->gguf, &s->tok, &err) != FE_OK)
             return fail(io, "the GGUF's tokenizer", err.message);
+    } else if (fe_path_is_dir(a->model) || ends_with(a->model, ".safetensors") ||
+               ends_with(a->model, ".safetensors.index.json")) {
+        int code = load_safetensors(s, a, io);
+        if (code != FE_EXIT_OK) return code;
     } else {
-        return fail(io, a->model, "not a .gguf file; ferrum generate reads GGUF checkpoints, or "
+        return fail(io, a->model, "not a .gguf or .safetensors file, an index or a folder; "
+                    "ferrum generate reads GGUF and Hugging Face safetensors checkpoints, or "
                     "shapes (a preset or config.json) with --random-weights");
     }
-    s->have_weights = true;
     if (a->tokenizer && fe_tokenizer_load_json(a->tokenizer, &s->tok, &err) != FE_OK)
         return fail(io, a->tokenizer, err.message);
     return FE_EXIT_OK;
@@ -280,7 +329,19 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
         fail(io, "device", err.message);
         goto done;
     }
-    if ((code = load(&s, a, io)) != FE_EXIT_OK || (code = make_prompt(&s, a, io)) != FE_EXIT_OK) {
+    if ((code = load(&s, a, io)) != FE_EXIT_OK) goto done;
+    if (a->write_safetensors) {
+        fprintf(io->err, "ferrum: writing %s as safetensors to %s...\n", a->model, a->write_safetensors);
+        if (fe_llama_weights_write_safetensors(&s.w, a->write_safetensors, &err) != FE_OK) {
+            code = fail(io, a->write_safetensors, err.message);
+        } else {
+            fprintf(io->out, "wrote %s/model.safetensors (weights %.1f MiB) and %s/config.json\n",
+                    a->write_safetensors, (double)weight_bytes(&s.w) / 1048576, a->write_safetensors);
+            code = FE_EXIT_OK;
+        }
+        goto done;
+    }
+    if ((code = make_prompt(&s, a, io)) != FE_EXIT_OK) {
         code = FE_EXIT_FAILURE;
         goto done;
     }
@@ -351,7 +412,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
             secs(t0, t1), (long long)n_prompt, secs(t1, t2), (double)n_prompt / secs(t1, t2),
             (long long)(st.made > 1 ? st.made - 1 : 0),
             st.made > 1 ? (double)(st.made - 1) / secs(t2, t3) : 0.0, (double)ru.ru_maxrss / 1024,
-            (double)wb / 1048576, s.gguf ? "mapped" : "in memory", (double)cache / 1048576);
+            (double)wb / 1048576, s.gguf || s.st ? "mapped" : "in memory", (double)cache / 1048576);
     if (a->check_accuracy) check_accuracy(&s, io);
     if (a->check_determinism) check_determinism(&s, a->check_determinism, io);
     code = FE_EXIT_OK;
@@ -360,8 +421,9 @@ done:
     fe_free(s.ids);
     fe_causal_destroy(s.m);
     fe_tokenizer_destroy(s.tok);
-    if (s.have_weights) fe_llama_weights_free(&s.w);
+    fe_llama_weights_free(&s.w); /* zeroed, or the loaded weights */
     fe_gguf_close(s.gguf);
+    fe_safetensors_close(s.st);
     fe_device_destroy(s.dev);
     return code;
 }

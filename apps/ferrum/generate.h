@@ -10,6 +10,7 @@
 
 typedef struct gen_args {
     const char *model, *tokenizer, *prompt, *prompt_file, *prompt_ids, *dtype;
+    const char *write_safetensors; /* a folder: write the weights there and stop */
     int64_t prompt_len, num_tokens, top_k, max_seq_len, check_determinism;
     double temperature, top_p;
     uint64_t seed, random_seed;

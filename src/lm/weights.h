@@ -24,7 +24,7 @@ typedef struct fe_llama_weights {
     bool rope_interleaved;   /* GGUF's Llama q/k are permuted for pairs (2i, 2i+1); HF's use
                               * rotate-half pairs (i, i + hd/2) */
     void *owned;             /* memory the weights own (random fill), or NULL */
-    void *source;            /* the open checkpoint they map, or NULL */
+    void *source;            /* the open checkpoint they map (borrowed), or NULL */
     int source_kind;         /* 0 none, 1 GGUF, 2 safetensors */
 } fe_llama_weights;
 
@@ -39,6 +39,21 @@ fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint6
 struct fe_gguf;
 fe_status fe_llama_weights_from_gguf(const struct fe_gguf *g, const fe_lm_config *cfg,
                                      fe_llama_weights *out, fe_error *err);
+/* The weights of an open Hugging Face Llama safetensors checkpoint (borrowed: `st` must stay
+ * open while the weights are used; weights_safetensors.c). Names: model.embed_tokens.weight,
+ * model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm,
+ * mlp.{gate,up,down}_proj}.weight, model.norm.weight, lm_head.weight (not read when the
+ * config ties embeddings). BF16/F16/F32 matrices are mapped, not copied; norms stored in
+ * bf16/f16 are converted once to f32 into memory the weights own. rope_interleaved is false
+ * (HF rotates halves). Checked strictly: a missing tensor (FE_E_NOTFOUND), a mis-shaped one
+ * (FE_E_SHAPE), one in a dtype other than BF16/F16/F32 (FE_E_DTYPE) or a tensor the map does
+ * not know (FE_E_FORMAT, the first one named; the rotary_emb.inv_freq buffers older
+ * conversions carry are known and skipped) is an error naming the tensor, what was expected
+ * and what was found. Caller fe_llama_weights_free()s, then closes `st`. */
+struct fe_safetensors;
+fe_status fe_llama_weights_from_safetensors(const struct fe_safetensors *st,
+                                            const fe_lm_config *cfg, fe_llama_weights *out,
+                                            fe_error *err);
 void fe_llama_weights_free(fe_llama_weights *w);
 
 #endif
