@@ -157,6 +157,33 @@ static void causal_matches_the_oracle_teacher_forced(void **s) {
     check_against_oracle(&c, FE_DTYPE_BF16, 40);
 }
 
+/* The flagship's shapes (vocab 128256, hidden 2048, 16 layers, 32/8 heads, FFN 8192, Llama 3
+ * rope scaling, tied), BF16 random weights, a short sequence: the same KL bounds. */
+static void llama_3_2_1b_shape_matches_the_oracle(void **s) {
+    (void)s;
+    fe_lm_config c;
+    fe_error err;
+    assert_int_equal(fe_lm_config_preset("llama-3.2-1b", &c, &err), FE_OK);
+    fe_llama_weights w;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 1, &w, &err), FE_OK);
+    enum { N = 5 };
+    int32_t *toks = tokens_of(N, c.vocab, 3);
+    float *ref = malloc((size_t)N * (size_t)c.vocab * 4), *got = malloc((size_t)N * (size_t)c.vocab * 4);
+    assert_int_equal(fe_oracle_logits(&w, toks, N, ref, &err), FE_OK);
+    fe_causal *m = make(&w, 64, 16);
+    if (fe_causal_teacher_forced(m, toks, N, got) != FE_OK) fail_msg("%s", fe_causal_message(m));
+    kl_stats st = compare(ref, got, N, c.vocab);
+    print_message("llama-3.2-1b shape, bf16: KL mean %.3g max %.3g, max |dlogit| %.3g of spread %.3g, "
+                  "top-1 mismatches %d/%d\n", st.mean, st.max, st.max_abs, st.spread, st.top1_mismatch, N);
+    assert_true(st.spread > 1.0);
+    assert_true(st.mean <= 1e-6 && st.max <= 1e-5);
+    assert_true(st.max_abs <= 1e-3 * st.spread);
+    assert_int_equal(st.top1_mismatch, 0);
+    fe_causal_destroy(m);
+    free(toks), free(ref), free(got);
+    fe_llama_weights_free(&w);
+}
+
 static void logits_are_deterministic_across_alternating_prompts(void **s) {
     (void)s;
     fe_lm_config c = tiny_config(true, false);
@@ -283,6 +310,7 @@ static void llama_does_not_grow_with_the_context(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(causal_matches_the_oracle_teacher_forced),
+        cmocka_unit_test(llama_3_2_1b_shape_matches_the_oracle),
         cmocka_unit_test(logits_are_deterministic_across_alternating_prompts),
         cmocka_unit_test(chat_turn_reruns_only_changed_chunks_bit_identically),
         cmocka_unit_test(deep_decode_matches_the_oracle),
