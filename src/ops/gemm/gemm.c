@@ -41,7 +41,8 @@ static const fe_tunable_decl tunables[] = {
                "re-read once per A panel; A is repacked once per NC columns"},
     [GM_KC] = {"KC", {.kind = FE_DOMAIN_CHOICES, .choices = {128, 192, 256, 384, 512},
                       .n_choices = 5}, 512, true,
-               "depth of a packed block (whole quant blocks): one MR x KC A panel stays in L1"},
+               "depth of a packed block (whole quant blocks; a rest of <= KC/4 joins the last "
+               "block): one MR x KC A panel stays in L1"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -306,8 +307,9 @@ static const fe_case cases[] = {
     {.name = "f32/n31", SHAPE(6, 31, 70), .absent = NO_RES},
     {.name = "f16/n63", SHAPE(3, 63, 20), .absent = PLAIN},
     /* past the default blocks: several K blocks, N blocks, M blocks */
-    {.name = "f32/deep", SHAPE(5, 40, 600), .absent = PLAIN},
-    {.name = "q8_0/deep", SHAPE(3, 20, 640), .absent = NO_BIAS},
+    {.name = "f32/deep", SHAPE(5, 40, 700), .absent = PLAIN},
+    {.name = "q8_0/deep", SHAPE(3, 20, 704), .absent = NO_BIAS},
+    {.name = "bf16/k576", SHAPE(4, 40, 576), .absent = PLAIN}, /* one K block with its tail */
     {.name = "bf16/wide", SHAPE(3, 2100, 24), .absent = NO_RES},
     {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
     /* extensive: model shapes (SmolLM2 576/1536/49152, Gemma 640/262144) */

@@ -43,10 +43,18 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 
 typedef struct gm_plan {
     int mr, nr;            /* the ISA's micro-tile */
-    int64_t mc, nc, kc;    /* blocks: mc a multiple of mr, nc of nr, kc of GM_KSTEP */
+    int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
+    int64_t kc;            /* the deepest K block (see gm_kblock) */
     int64_t ap, bp, tmp;   /* floats per worker: packed A, packed B, decoded quant rows */
     int64_t stride;        /* floats per worker in the workspace (64-byte multiple) */
 } gm_plan;
+
+/* Depth of the K block at pc of the first k columns: kb, except that a rest of at most
+ * kb / 4 joins the block before it (K = 576 or 640 with kb = 512 is one pass over C, not a
+ * second pass for 64 or 128 columns). pc is always a multiple of kb. */
+static inline int64_t gm_kblock(const gm_plan *p, int64_t pc, int64_t k) {
+    return k - pc <= p->kb + p->kb / 4 ? k - pc : p->kb;
+}
 
 /* The micro-tile of an ISA. */
 void gm_tile(fe_isa isa, int *mr, int *nr);

@@ -22,7 +22,8 @@ void gm_plan_make(const fe_args *a, const fe_design *d, gm_plan *p) {
      * workspace; the kernel computes the same numbers, so the layout agrees */
     p->mc = min64(round_up(d->tunables[GM_MC], p->mr), round_up(M, p->mr));
     p->nc = min64(round_up(d->tunables[GM_NC], p->nr), round_up(N, p->nr));
-    p->kc = min64(round_up(d->tunables[GM_KC], GM_KSTEP), round_up(K, GM_KSTEP));
+    p->kb = round_up(d->tunables[GM_KC], GM_KSTEP);
+    p->kc = min64(round_up(p->kb + p->kb / 4, GM_KSTEP), round_up(K, GM_KSTEP));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
     p->ap = round_up(p->mc * p->kc, 16);
     p->bp = round_up(p->nc * p->kc, 16);
