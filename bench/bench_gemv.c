@@ -8,12 +8,14 @@
  *     256 MiB buffer, which also evicts W from every cache) just before it;
  *   - GB/s of weights read (N * bytes of one W row / time) and %now, the median over the
  *     runs of kernel GB/s / the paired roof run's GB/s (the host's bandwidth drifts, so a
- *     ratio of adjacent runs is what is judged); PASS at >= 85 %;
+ *     ratio of adjacent runs is what is judged); PASS at >= 85 %; %start, the median GB/s
+ *     against the best read measured at the start;
  *   - for quantised weights, the effective GB/s (the bytes the same matrix takes in bf16 /
  *     time) and the speedup over the bf16 case of the same shape.
- * Then %now for every rows_per_step (1, 2, 4, 8) and every prefetch distance (0 .. 4096
- * bytes), the other tunables resolved: what each buys. Every figure is a
- * median with its spread; this VM is shared and noisy (bench/README.md). */
+ * Then %now for every rows_per_step and every prefetch distance the declaration allows, the
+ * other tunables resolved: what each buys. Every figure is a median with its spread; this VM
+ * is shared and noisy (bench/README.md), and a worker that loses its core to another process
+ * stretches a whole run: read the load average printed first. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,23 +181,31 @@ int main(void) {
         return 1;
     }
     printf("\nGEMV, 1 batch, %d workers; each run cold (a 256 MiB roof read before it); "
-           "GB/s = W bytes / time;\n  %%now = median of kernel GB/s / paired roof GB/s; PASS "
-           "at >= %.0f%%; eff = bf16-equivalent bytes / time\n", workers, TARGET * 100);
-    printf("  %-20s %-6s %9s %8s %17s %7s %6s %-5s %8s %7s  %s\n", "case", "isa", "median ms",
-           "W GB/s", "spread GB/s", "roof", "%now", "", "eff GB/s", "vs bf16", "tunables");
+           "GB/s = W bytes / time;\n  %%now = median of kernel GB/s / paired roof GB/s (PASS "
+           "at >= %.0f%%); %%start = median GB/s / the best read above;\n  eff = "
+           "bf16-equivalent bytes / time\n", workers, TARGET * 100);
+    printf("  %-20s %-6s %9s %8s %17s %7s %6s %6s %-5s %8s %7s  %s\n", "case", "isa",
+           "median ms", "W GB/s", "spread GB/s", "roof", "%now", "%start", "", "eff GB/s",
+           "vs bf16", "tunables");
     const fe_case *done[MAX_CASES];
     double done_s[MAX_CASES];
     int n_done = 0, failed = 0, below = 0;
     /* pass 0: every case with its resolved tunables; pass 1, 2: one tunable swept, the
      * others resolved */
     static const char *const swept[3] = {NULL, "rows_per_step", "prefetch"};
-    static const int sweep_v[3][6] = {{0}, {1, 2, 4, 8}, {0, 256, 512, 1024, 2048, 4096}};
-    static const int sweep_n[3] = {0, 4, 6};
+    const fe_domain *sweep_d[3] = {NULL, NULL, NULL};
+    for (int p = 1; p < 3; p++) {
+        int ti = fe_op_tunable_index(op, swept[p]);
+        if (ti >= 0 && op->tunables[ti].domain.kind == FE_DOMAIN_CHOICES)
+            sweep_d[p] = &op->tunables[ti].domain;
+    }
     for (int pass = 0; pass < 3; pass++) {
+        if (pass > 0 && !sweep_d[pass]) continue;
         if (pass > 0) {
             printf("\n%s sweep: %%now (median ms), %d cold runs each\n  %-20s", swept[pass],
                    SWEEP_RUNS, "case");
-            for (int v = 0; v < sweep_n[pass]; v++) printf(" %16d", sweep_v[pass][v]);
+            for (int v = 0; v < sweep_d[pass]->n_choices; v++)
+                printf(" %16lld", (long long)sweep_d[pass]->choices[v]);
             printf("\n");
         }
         for (int ci = 0; ci < op->n_cases; ci++) {
@@ -242,17 +252,19 @@ int main(void) {
                     }
                     bool pass_ = tm.pct_now >= TARGET;
                     below += !pass_;
-                    printf("  %-20s %-6s %9.3f %8.2f %8.2f..%-8.2f %7.2f %5.1f%% %-5s %8s %7s  %s\n",
+                    printf("  %-20s %-6s %9.3f %8.2f %8.2f..%-8.2f %7.2f %5.1f%% %5.1f%% %-5s %8s %7s  %s\n",
                            c->name, fe_isa_name(fe_kernel_isa(k)), tm.median_s * 1e3,
                            wbytes / tm.median_s / 1e9, wbytes / tm.max_s / 1e9,
                            wbytes / tm.min_s / 1e9, tm.roof_now, 100 * tm.pct_now,
+                           100 * wbytes / tm.median_s / 1e9 / r.read_gbs,
                            pass_ ? "PASS" : "BELOW", eff, vs, tun);
                 }
                 fe_kernel_destroy(k);
             } else {
                 printf("  %-20s", c->name);
-                for (int v = 0; v < sweep_n[pass]; v++) {
-                    fe_kernel *k = make(dev, op, c, ops, swept[pass], sweep_v[pass][v]);
+                for (int v = 0; v < sweep_d[pass]->n_choices; v++) {
+                    fe_kernel *k = make(dev, op, c, ops, swept[pass],
+                                        (int)sweep_d[pass]->choices[v]);
                     timing tm;
                     if (k && time_kernel(&rc, k, ops, op->n_operands, wbytes, SWEEP_RUNS, SWEEP_RUNS, &tm))
                         printf("  %5.1f%% (%6.3f)", 100 * tm.pct_now, tm.median_s * 1e3);

@@ -1,5 +1,6 @@
 /* ops/gemv/avx2.c: GEMV's AVX2 (+FMA, F16C) kernel: the row dots for each W dtype, nr = 1,
- * 2, 4 or 8 rows at once, widening W exactly in registers as the AVX-512 kernel does, at
+ * 2, 4 or 8 rows at once, rs bytes apart (one per memory stream), each stream prefetched
+ * `pf` bytes ahead when pf > 0, widening W exactly in registers as the AVX-512 kernel does, at
  * 8 lanes: bf16 16 at a time (evens = lanes << 16, odds = lanes & 0xffff0000, x prepared as
  * evens then odds per 16), f16 by _mm256_cvtph_ps, q8_0 by cvtepi8_epi32, q4 nibbles by
  * cvtepu8_epi32; act_int8 by vpmaddwd on int16 (the same integers as VNNI). With 16 ymm

@@ -1,6 +1,7 @@
 /* ops/gemv/avx512.c: GEMV's AVX-512 kernel: the row dots for each W dtype, nr = 1, 2, 4 or 8
- * rows at once (one or two f32 accumulators a row; x loaded once per step for all rows),
- * widening W exactly in registers:
+ * rows at once, rs bytes apart (one per memory stream; x loaded once per step for all of
+ * them; two f32 accumulators a row, four with one or two rows), each stream prefetched `pf`
+ * bytes ahead when pf > 0, widening W exactly in registers:
  *   f32   two 16-lane loads per 32 elements, masked tail;
  *   bf16  32 bf16 in one 512-bit load: evens = lanes << 16, odds = lanes & 0xffff0000 (x is
  *         prepared as evens then odds per 32), masked 16-bit tail;

@@ -42,10 +42,9 @@ static const fe_tunable_decl tunables[] = {
                    "device has avx512vnni and turns it off elsewhere), 0 = 16-bit "
                    "multiply-adds; the same integers either way"},
     [GEMV_PF] = {"prefetch", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1024, 2048, 4096, 8192, 16384, 32768, 65536},
-                              .n_choices = 8}, 0, true,
-                 "software prefetch distance, bytes ahead in each row stream (0: none, the "
-                 "hardware prefetcher's alone; it falls behind on the slower-to-decode block "
-                 "dtypes)"},
+                              .n_choices = 8}, 2048, true,
+                 "software prefetch distance, bytes ahead in each row stream (0: the hardware "
+                 "prefetcher's alone, which falls behind on the slower-to-decode block dtypes)"},
 };
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
@@ -146,19 +145,11 @@ static fe_status infer(fe_op_ctx *c) {
     return FE_OK;
 }
 
-/* rows_per_step 4 and prefetch 4096 bytes for block dtypes, none for f32 / bf16 / f16 (the
- * best measured on this machine's bench shapes, bench/bench_gemv.c; never from extents).
- * int8_dot: VNNI exactly where it can run (an act_int8 design on an avx512 device with
- * avx512vnni); forced off elsewhere, also over a call site. */
+/* rows_per_step and prefetch keep their declared defaults (4 streams, 2048 bytes: the best
+ * or within noise of it at every bench shape and dtype on the 2-core EPYC, bench_gemv's
+ * sweeps). int8_dot: VNNI exactly where it can run (an act_int8 design on an avx512 device
+ * with avx512vnni); forced off elsewhere, also over a call site. */
 static void resolve(fe_op_ctx *c) {
-    if (!c->tunable_set[GEMV_RPS]) {
-        c->tunables[GEMV_RPS] = 4;
-        c->tunable_set[GEMV_RPS] = true;
-    }
-    if (!c->tunable_set[GEMV_PF]) {
-        c->tunables[GEMV_PF] = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1 ? 4096 : 0;
-        c->tunable_set[GEMV_PF] = true;
-    }
     bool can = c->params[GEMV_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512vnni;
     if (!c->tunable_set[GEMV_DOT8] || !can) {
