@@ -116,6 +116,8 @@ int main(void) {
     char desc[512];
     fe_device_describe(dev, desc, sizeof desc);
     printf("machine: %s\n", desc);
+    double load[1] = {0};
+    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
     printf("\nMHA decode, Llama 3.2 1B shapes (Sq 1, Hq %d, Hkv %d, D %d, causal), %d workers;\n"
            "median of %d calls, fastest .. slowest; GB/s = attended k/v + q + out bytes / median\n",
            HQ, HKV, HD, fe_device_get_info(dev)->n_workers, RUNS);

@@ -33,7 +33,7 @@ static void rmsnorm(const float *x, const fe_tensor *w, int64_t d, double eps, f
 }
 
 /* The rotary inverse frequencies, Llama 3 scaling as Hugging Face computes it. */
-static void inv_freqs(const fe_lm_config *c, double *f) {
+static void inv_freqs(const fe_lm_config *c, const fe_tensor *freq_factors, double *f) {
     int64_t hd = c->head_dim;
     for (int64_t i = 0; i < hd / 2; i++) {
         double freq = pow(c->rope_theta, -2.0 * (double)i / (double)hd);
@@ -50,6 +50,8 @@ static void inv_freqs(const fe_lm_config *c, double *f) {
             }
         } else if (c->rope_scaling.type == FE_LM_ROPE_LINEAR) {
             freq /= c->rope_scaling.factor;
+        } else if (c->rope_scaling.type == FE_LM_ROPE_FREQS_TENSOR && freq_factors->data) {
+            freq /= ((const float *)freq_factors->data)[i]; /* llama.cpp's per-frequency divisors */
         }
         f[i] = freq;
     }
@@ -87,7 +89,7 @@ fe_status fe_oracle_logits(const fe_llama_weights *w, const int32_t *tokens, int
         st = fe_error_set(err, FE_E_NOMEM, "oracle: out of memory for %d positions", n);
         goto done;
     }
-    inv_freqs(c, freq);
+    inv_freqs(c, &w->rope_freqs, freq);
     for (int i = 0; i < n; i++) /* x = embed[token] */
         fe_dequant_row(w->embed.dtype,
                        (const char *)w->embed.data + fe_dtype_bytes(w->embed.dtype, (int64_t)tokens[i] * d),

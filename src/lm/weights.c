@@ -144,6 +144,11 @@ fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
             st = take(g, name, want[i].rank, want[i].rows, want[i].cols, want[i].t, err);
         }
     }
+    if (st == FE_OK && cfg->rope_scaling.type == FE_LM_ROPE_FREQS_TENSOR) {
+        st = take(g, "rope_freqs.weight", 1, cfg->head_dim / 2, 1, &out->rope_freqs, err);
+        if (st == FE_OK && out->rope_freqs.dtype != FE_DTYPE_F32)
+            st = fe_error_set(err, FE_E_DTYPE, "rope_freqs.weight must be f32 in the file");
+    }
     /* every norm is read as f32 by the kernels */
     for (int64_t l = 0; st == FE_OK && l < cfg->n_layers; l++)
         if (out->layers[l].attn_norm.dtype != FE_DTYPE_F32 || out->layers[l].ffn_norm.dtype != FE_DTYPE_F32)

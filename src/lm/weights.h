@@ -21,6 +21,9 @@ typedef struct fe_llama_weights {
     fe_tensor norm;          /* (hidden) */
     fe_tensor lm_head;       /* (vocab, hidden): the embedding itself when tied */
     fe_llama_layer *layers;  /* cfg.n_layers */
+    fe_tensor rope_freqs;    /* (head_dim / 2) f32 divisors of the rotary frequencies, when the
+                              * config says FE_LM_ROPE_FREQS_TENSOR (llama.cpp's Llama 3 files);
+                              * rank 0 otherwise */
     bool rope_interleaved;   /* GGUF's Llama q/k are permuted for pairs (2i, 2i+1); HF's use
                               * rotate-half pairs (i, i + hd/2) */
     void *owned;             /* memory the weights own (random fill), or NULL */

@@ -40,9 +40,10 @@ static inline void fe_mha_keys(const fe_design *d, int64_t kv, int64_t p, int64_
 /* The factor on q . k: the scale param, or 1 / sqrt(D) when it is 0. */
 double fe_mha_scale(const fe_design *d, int64_t head_dim);
 
-/* One worker's workspace: the scores of one block (B_kv), the running max and sum of each
- * of an item's B_q x group query vectors, and contiguous copies of one block's k and v rows
- * of the item's kv head (B_kv x D each). Each part starts on a 64-byte line. */
+/* One worker's workspace: the scores of one block for up to four heads (4 x B_kv), the
+ * running max and sum of each of an item's B_q x group query vectors, and contiguous copies
+ * of one block's k and v rows of the item's kv head (B_kv x D each). Each part starts on a
+ * 64-byte line. */
 typedef struct fe_mha_ws {
     float *s, *m, *l, *k, *v;
 } fe_mha_ws;
@@ -52,7 +53,8 @@ static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 +
 /* Bytes per worker (a multiple of 64). */
 static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int64_t head_dim) {
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
-    return fe_mha_lines(bkv) + 2 * fe_mha_lines(bq * group) + 2 * fe_mha_lines(bkv * head_dim);
+    return fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
+           2 * fe_mha_lines(bkv * head_dim);
 }
 
 /* Worker ith's parts of the workspace at ws. */
@@ -62,7 +64,7 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     char *p = (char *)ws + (size_t)ith * fe_mha_ws_per_worker(d, group, head_dim);
     fe_mha_ws w;
     w.s = (float *)p;
-    p += fe_mha_lines(bkv);
+    p += fe_mha_lines(4 * bkv);
     w.m = (float *)p;
     p += fe_mha_lines(bq * group);
     w.l = (float *)p;
