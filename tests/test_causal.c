@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "lm/causal.h"
+#include "lm/checks.h"
 #include "lm/oracle.h"
 
 static fe_device *dev;
@@ -57,46 +58,10 @@ static fe_lm_config tiny_config(bool tied, bool llama3) {
     return c;
 }
 
-typedef struct kl_stats {
-    double mean, p90, max, max_abs, spread;
-    int top1_mismatch;
-} kl_stats;
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* KL(p || q) per position in float64 log-softmax, p the oracle */
-static kl_stats compare(const float *oracle, const float *model, int n, int64_t V) {
-    kl_stats s = {0};
-    double *kl = malloc((size_t)n * sizeof *kl);
-    for (int i = 0; i < n; i++) {
-        const float *p = oracle + (int64_t)i * V, *q = model + (int64_t)i * V;
-        double mp = -INFINITY, mq = -INFINITY, lo = INFINITY, hi = -INFINITY;
-        int64_t ap = 0, aq = 0;
-        for (int64_t v = 0; v < V; v++) {
-            if (p[v] > mp) mp = p[v], ap = v;
-            if (q[v] > mq) mq = q[v], aq = v;
-            lo = fmin(lo, p[v]), hi = fmax(hi, p[v]);
-            s.max_abs = fmax(s.max_abs, fabs((double)p[v] - q[v]));
-        }
-        s.spread = fmax(s.spread, hi - lo);
-        double zp = 0, zq = 0;
-        for (int64_t v = 0; v < V; v++) zp += exp(p[v] - mp), zq += exp(q[v] - mq);
-        double lzp = mp + log(zp), lzq = mq + log(zq), k = 0;
-        for (int64_t v = 0; v < V; v++) {
-            double lp = p[v] - lzp, lq = q[v] - lzq;
-            k += exp(lp) * (lp - lq);
-        }
-        kl[i] = k;
-        s.mean += k / n;
-        s.top1_mismatch += ap != aq;
-    }
-    qsort(kl, (size_t)n, sizeof *kl, cmp_d);
-    s.p90 = kl[(int)(0.9 * (n - 1))];
-    s.max = kl[n - 1];
-    free(kl);
+/* KL(oracle || model) per position and the rest: lm/checks.c, as `--check-accuracy` uses it */
+static fe_kl_stats compare(const float *oracle, const float *model, int n, int64_t V) {
+    fe_kl_stats s;
+    assert_int_equal(fe_kl_compare(oracle, model, n, V, &s), FE_OK);
     return s;
 }
 
@@ -128,22 +93,22 @@ static void check_against_oracle(const fe_lm_config *c, fe_dtype dt, int n) {
     assert_int_equal(fe_oracle_logits(&w, toks, n, ref, &err), FE_OK);
     fe_causal *m = make(&w, 128, 16);
     if (fe_causal_teacher_forced(m, toks, n, got) != FE_OK) fail_msg("%s", fe_causal_message(m));
-    kl_stats s = compare(ref, got, n, c->vocab);
+    fe_kl_stats s = compare(ref, got, n, c->vocab);
     print_message("%s %s: KL mean %.3g p90 %.3g max %.3g, max |dlogit| %.3g of spread %.3g, top-1 "
                   "mismatches %d/%d\n", c->tied_embeddings ? "tied" : "untied",
-                  fe_dtype_info(dt)->name, s.mean, s.p90, s.max, s.max_abs, s.spread,
-                  s.top1_mismatch, n);
+                  fe_dtype_info(dt)->name, s.mean, s.p90, s.max, s.max_abs_diff, s.spread,
+                  s.top1_mismatches, n);
     assert_true(s.spread > 1.0); /* the weights carry signal */
     assert_true(s.mean <= 1e-6);
     assert_true(s.max <= 1e-5);
-    assert_true(s.max_abs <= 1e-3 * s.spread);
-    assert_int_equal(s.top1_mismatch, 0);
+    assert_true(s.max_abs_diff <= 1e-3 * s.spread);
+    assert_int_equal(s.top1_mismatches, 0);
     /* prompting the whole sequence gives the same last-row logits */
     const float *last;
     int32_t next;
     assert_int_equal(fe_causal_prompt(m, toks, n, &last, &next), FE_OK);
-    kl_stats s2 = compare(ref + (int64_t)(n - 1) * c->vocab, last, 1, c->vocab);
-    assert_true(s2.max_abs <= 1e-3 * s.spread);
+    fe_kl_stats s2 = compare(ref + (int64_t)(n - 1) * c->vocab, last, 1, c->vocab);
+    assert_true(s2.max_abs_diff <= 1e-3 * s.spread);
     fe_causal_destroy(m);
     free(toks), free(ref), free(got);
     fe_llama_weights_free(&w);
@@ -172,13 +137,13 @@ static void llama_3_2_1b_shape_matches_the_oracle(void **s) {
     assert_int_equal(fe_oracle_logits(&w, toks, N, ref, &err), FE_OK);
     fe_causal *m = make(&w, 64, 16);
     if (fe_causal_teacher_forced(m, toks, N, got) != FE_OK) fail_msg("%s", fe_causal_message(m));
-    kl_stats st = compare(ref, got, N, c.vocab);
+    fe_kl_stats st = compare(ref, got, N, c.vocab);
     print_message("llama-3.2-1b shape, bf16: KL mean %.3g max %.3g, max |dlogit| %.3g of spread %.3g, "
-                  "top-1 mismatches %d/%d\n", st.mean, st.max, st.max_abs, st.spread, st.top1_mismatch, N);
+                  "top-1 mismatches %d/%d\n", st.mean, st.max, st.max_abs_diff, st.spread, st.top1_mismatches, N);
     assert_true(st.spread > 1.0);
     assert_true(st.mean <= 1e-6 && st.max <= 1e-5);
-    assert_true(st.max_abs <= 1e-3 * st.spread);
-    assert_int_equal(st.top1_mismatch, 0);
+    assert_true(st.max_abs_diff <= 1e-3 * st.spread);
+    assert_int_equal(st.top1_mismatches, 0);
     fe_causal_destroy(m);
     free(toks), free(ref), free(got);
     fe_llama_weights_free(&w);
@@ -269,11 +234,11 @@ static void deep_decode_matches_the_oracle(void **s) {
     /* decode step i scored the token after seq[20 + i] */
     float model[40 * 320];
     for (int i = 0; i < 40; i++) memcpy(model + i * c.vocab, got.logits[i], (size_t)c.vocab * 4);
-    kl_stats st = compare(ref + 20 * c.vocab, model, 40, c.vocab);
+    fe_kl_stats st = compare(ref + 20 * c.vocab, model, 40, c.vocab);
     print_message("deep decode (positions 20..59): KL mean %.3g max %.3g, top-1 mismatches %d\n",
-                  st.mean, st.max, st.top1_mismatch);
+                  st.mean, st.max, st.top1_mismatches);
     assert_true(st.mean <= 1e-6 && st.max <= 1e-5);
-    assert_int_equal(st.top1_mismatch, 0);
+    assert_int_equal(st.top1_mismatches, 0);
     /* greedy: every drawn token is the oracle's argmax */
     for (int i = 0; i < 40; i++) {
         int64_t best = 0;
