@@ -9,8 +9,9 @@ Models:
          converter writes one: matrices BF16, norms F32, the llama3 scaling as the F32 tensor
          rope_freqs.weight (llama.cpp reads no llama3 scaling metadata), and a real Llama 3
          tokenizer copied from tests/fixtures/ggml-vocab-llama-bpe.gguf (both programs load the
-         tokenizer even though the prompts here are ids). Matrices are drawn N(0, 1/fan_in), so
-         logits carry signal.
+         tokenizer even though the prompts here are ids). Matrices are drawn N(0, 1/fan_in), the
+         embedding N(0, 1), norms near 1. ferrum maps the file as it is but does not apply
+         rope_freqs.weight (see docs/performance.md): speed is unaffected.
   smollm2  the real SmolLM2-135M-Instruct Q4_1 GGUF (scripts/fetch-model).
 
 For each: llama.cpp (llama-cpp-python, n_threads = n_threads_batch = 2, n_ctx 1024, n_batch 512,

@@ -8,8 +8,8 @@ ChatML prompt below is tokenized by llama.cpp (the model's BOS wish honoured, sp
 matched) and its ids recorded. Then two runs, each recorded the same way:
 
   q4_1  the GGUF as it is. llama.cpp multiplies Q4_1 weights by activations rounded to Q8_1
-        (8 bits, one scale a block of 32) and keeps the KV cache in F16 (its defaults), so its
-        logits carry that rounding: a noisy reference.
+        (8 bits, one scale a block of 32; Q8_0 for the file's Q8_0 embedding/head) and keeps
+        the KV cache in F16 (its defaults), so its logits carry that rounding: a noisy reference.
   f32   the same weights dequantized to F32 (gguf-py's own Q4_1 decoder, numpy) into a temporary
         GGUF, run with an F32 KV cache: llama.cpp then computes in float32 throughout, so what
         is left between it and ferrum is summation order. The tight reference.

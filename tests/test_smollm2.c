@@ -5,7 +5,8 @@
  * and, for every position of prompt + continuation, its top-32 log-probabilities, teacher-forced.
  *
  * The two runs: "q4_1" is llama.cpp on the GGUF as it is, which multiplies Q4_1 weights by
- * activations rounded to Q8_1 (8 bits, one scale a block of 32) and keeps its KV cache in F16,
+ * activations rounded to Q8_1 (8 bits, one scale a block of 32; Q8_0 for the tied Q8_0 head)
+ * and keeps its KV cache in F16,
  * so its logits carry that rounding (ferrum keeps activations in float32); "f32" is llama.cpp on
  * the same weights dequantized to F32 with an F32 KV cache, float32 throughout like ferrum, so
  * what is left between them is summation order. The f32 run is the tight check; the q4_1 run
