@@ -10,8 +10,7 @@ Models:
          rope_freqs.weight (llama.cpp reads no llama3 scaling metadata), and a real Llama 3
          tokenizer copied from tests/fixtures/ggml-vocab-llama-bpe.gguf (both programs load the
          tokenizer even though the prompts here are ids). Matrices are drawn N(0, 1/fan_in), the
-         embedding N(0, 1), norms near 1. ferrum maps the file as it is but does not apply
-         rope_freqs.weight (see docs/performance.md): speed is unaffected.
+         embedding N(0, 1), norms near 1. ferrum applies rope_freqs.weight since 5c8f614.
   smollm2  the real SmolLM2-135M-Instruct Q4_1 GGUF (scripts/fetch-model).
 
 For each: llama.cpp (llama-cpp-python, n_threads = n_threads_batch = 2, n_ctx 1024, n_batch 512,

@@ -402,6 +402,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
         if (fe_token_stream_flush(&st.ts, st.buf, st.cap, &len, NULL) == FE_OK) fwrite(st.buf, 1, len, io->out);
     }
     fprintf(io->out, "\n");
+    fflush(io->out); /* the text ends before the summary on stderr */
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     size_t wb = weight_bytes(&s.w);

@@ -39,6 +39,13 @@ static fe_h apply(fe_trace *t, const char *op, fe_h a, fe_h b) {
     return fe_apply(t, op, in, b.id ? 2 : 1, NULL, 0, NULL, 0);
 }
 
+/* RMSNorm with the model's epsilon */
+static fe_h rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps) {
+    fe_h in[2] = {x, w};
+    fe_setting e = {"eps", eps};
+    return fe_apply(t, "RMSNorm", in, 2, &e, 1, NULL, 0);
+}
+
 static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
     char path[64];
     snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
@@ -97,7 +104,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
     for (int64_t l = 0; l < c->n_layers; l++) {
         /* attention */
-        fe_h h = apply(t, "RMSNorm", x, layer_weight(t, l, "attn_norm"));
+        fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), c->rms_eps);
         fe_h q = fe_reshape(t, project(t, decode, h, layer_weight(t, l, "wq")), 3, qs);
         fe_h k = fe_reshape(t, project(t, decode, h, layer_weight(t, l, "wk")), 3, ks);
         fe_h v = fe_reshape(t, project(t, decode, h, layer_weight(t, l, "wv")), 3, ks);
@@ -117,13 +124,13 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         int64_t flat[2] = {C, c->n_heads * hd};
         x = project_add(t, decode, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
         /* feed-forward */
-        h = apply(t, "RMSNorm", x, layer_weight(t, l, "ffn_norm"));
+        h = rmsnorm(t, x, layer_weight(t, l, "ffn_norm"), c->rms_eps);
         fe_h a = gated(t, decode, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
         x = project_add(t, decode, a, layer_weight(t, l, "w_down"), x);
     }
     /* the last row alone goes to the head */
     fe_h last = decode ? x : fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
-    fe_h xn = apply(t, "RMSNorm", last, fe_weight(t, "norm"));
+    fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
     fe_h head[2] = {fe_weight(t, "lm_head"), xn};
     fe_h logits = fe_apply(t, "GEMV", head, 2, NULL, 0, NULL, 0);
     fe_setting sp[4] = {{"temperature", m->o.temperature}, {"top_k", (double)m->o.top_k},
