@@ -16,6 +16,7 @@
 #include "lm/causal.h"
 #include "lm/checks.h"
 #include "lm/oracle.h"
+#include "support/tiny_llama.h"
 
 static fe_device *dev;
 
@@ -32,29 +33,11 @@ static int teardown(void **s) {
     return 0;
 }
 
+/* the shared tiny model, with an epsilon other than RMSNorm's default: the model must pass
+ * the config's */
 static fe_lm_config tiny_config(bool tied, bool llama3) {
-    fe_lm_config c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.architecture, sizeof c.architecture, "llama");
-    c.vocab = 320;
-    c.hidden = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 16;
-    c.ffn = 160;
-    c.rms_eps = 1e-3; /* not the RMSNorm default: the model must pass the config's */
-    c.rope_theta = llama3 ? 500000 : 10000;
-    if (llama3) {
-        c.rope_scaling.type = FE_LM_ROPE_LLAMA3;
-        c.rope_scaling.factor = 32;
-        c.rope_scaling.low_freq_factor = 1;
-        c.rope_scaling.high_freq_factor = 4;
-        c.rope_scaling.original_max_position_embeddings = 64;
-    }
-    c.tied_embeddings = tied;
-    c.max_context = 4096;
-    c.bos_id = -1;
+    fe_lm_config c = tiny_llama_config(tied, llama3);
+    c.rms_eps = 1e-3;
     return c;
 }
 
@@ -63,15 +46,6 @@ static fe_kl_stats compare(const float *oracle, const float *model, int n, int64
     fe_kl_stats s;
     assert_int_equal(fe_kl_compare(oracle, model, n, V, &s), FE_OK);
     return s;
-}
-
-static int32_t *tokens_of(int n, int64_t V, uint64_t seed) {
-    int32_t *t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        t[i] = (int32_t)((seed >> 33) % (uint64_t)V);
-    }
-    return t;
 }
 
 static fe_causal *make(const fe_llama_weights *w, int64_t max_seq, int64_t chunk) {
@@ -88,7 +62,7 @@ static void check_against_oracle(const fe_lm_config *c, fe_dtype dt, int n) {
     fe_llama_weights w;
     fe_error err;
     assert_int_equal(fe_llama_weights_random(c, dt, 7, &w, &err), FE_OK);
-    int32_t *toks = tokens_of(n, c->vocab, 11);
+    int32_t *toks = tiny_llama_tokens(n, c->vocab, 11);
     float *ref = malloc((size_t)n * (size_t)c->vocab * 4), *got = malloc((size_t)n * (size_t)c->vocab * 4);
     assert_int_equal(fe_oracle_logits(&w, toks, n, ref, &err), FE_OK);
     fe_causal *m = make(&w, 128, 16);
@@ -132,7 +106,7 @@ static void llama_3_2_1b_shape_matches_the_oracle(void **s) {
     fe_llama_weights w;
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 1, &w, &err), FE_OK);
     enum { N = 5 };
-    int32_t *toks = tokens_of(N, c.vocab, 3);
+    int32_t *toks = tiny_llama_tokens(N, c.vocab, 3);
     float *ref = malloc((size_t)N * (size_t)c.vocab * 4), *got = malloc((size_t)N * (size_t)c.vocab * 4);
     assert_int_equal(fe_oracle_logits(&w, toks, N, ref, &err), FE_OK);
     fe_causal *m = make(&w, 64, 16);
@@ -155,7 +129,7 @@ static void logits_are_deterministic_across_alternating_prompts(void **s) {
     fe_llama_weights w;
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 3, &w, NULL), FE_OK);
     fe_causal *m = make(&w, 128, 16);
-    int32_t *a = tokens_of(37, c.vocab, 1), *b = tokens_of(29, c.vocab, 2);
+    int32_t *a = tiny_llama_tokens(37, c.vocab, 1), *b = tiny_llama_tokens(29, c.vocab, 2);
     float first[2][320];
     for (int round = 0; round < 6; round++) {
         const float *l;
@@ -175,7 +149,7 @@ static void chat_turn_reruns_only_changed_chunks_bit_identically(void **s) {
     fe_lm_config c = tiny_config(false, false);
     fe_llama_weights w;
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 5, &w, NULL), FE_OK);
-    int32_t *turn1 = tokens_of(70, c.vocab, 21), *turn2 = tokens_of(100, c.vocab, 22);
+    int32_t *turn1 = tiny_llama_tokens(70, c.vocab, 21), *turn2 = tiny_llama_tokens(100, c.vocab, 22);
     memcpy(turn2, turn1, 70 * sizeof *turn1); /* the second turn extends the first */
     turn2[55] = (turn2[55] + 1) % (int32_t)c.vocab; /* ... after editing one token */
     fe_causal *chat = make(&w, 128, 16), *fresh = make(&w, 128, 16);
@@ -216,7 +190,7 @@ static void deep_decode_matches_the_oracle(void **s) {
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 9, &w, NULL), FE_OK);
     fe_causal *m = make(&w, 128, 16);
     int32_t seq[100];
-    int32_t *prompt = tokens_of(20, c.vocab, 5);
+    int32_t *prompt = tiny_llama_tokens(20, c.vocab, 5);
     memcpy(seq, prompt, 20 * sizeof *seq);
     const float *l;
     int32_t next;

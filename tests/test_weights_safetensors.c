@@ -26,6 +26,7 @@
 #include "lm/safetensors_write.h"
 #include "lm/weights.h"
 #include "support/lm_fixtures.h"
+#include "support/tiny_llama.h"
 
 static fe_device *dev;
 
@@ -40,35 +41,6 @@ static int teardown(void **s) {
     (void)s;
     fe_device_destroy(dev);
     return 0;
-}
-
-/* the shapes of tests/test_causal.c's tiny model */
-static fe_lm_config tiny_config(bool tied, bool llama3) {
-    fe_lm_config c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.architecture, sizeof c.architecture, "llama");
-    snprintf(c.source, sizeof c.source, "tiny");
-    c.vocab = 320;
-    c.hidden = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 16;
-    c.ffn = 160;
-    c.rms_eps = 1e-5;
-    c.rope_theta = llama3 ? 500000 : 10000;
-    if (llama3) {
-        c.rope_scaling.type = FE_LM_ROPE_LLAMA3;
-        c.rope_scaling.factor = 32;
-        c.rope_scaling.low_freq_factor = 1;
-        c.rope_scaling.high_freq_factor = 4;
-        c.rope_scaling.original_max_position_embeddings = 64;
-    }
-    c.tied_embeddings = tied;
-    c.max_context = 4096;
-    c.bos_id = llama3 ? 1 : -1;
-    if (llama3) c.eos_ids[0] = 2, c.eos_ids[1] = 7, c.n_eos = 2;
-    return c;
 }
 
 /* Every tensor of w, in a fixed order (lm_head last, only when untied). */
@@ -145,7 +117,7 @@ static void written_folder_reads_back_identical_tensors(void **s) {
     (void)s;
     for (int v = 0; v < 4; v++) {
         bool tied = v & 1, llama3 = v & 2;
-        fe_lm_config c = tiny_config(tied, llama3);
+        fe_lm_config c = tiny_llama_config(tied, llama3);
         fe_dtype dt = v < 2 ? FE_DTYPE_F32 : FE_DTYPE_BF16;
         fe_llama_weights w;
         fe_error err = {0};
@@ -172,15 +144,6 @@ static void written_folder_reads_back_identical_tensors(void **s) {
     }
 }
 
-static int32_t *tokens_of(int n, int64_t V, uint64_t seed) {
-    int32_t *t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        t[i] = (int32_t)((seed >> 33) % (uint64_t)V);
-    }
-    return t;
-}
-
 static void teacher_forced(const fe_llama_weights *w, const int32_t *toks, int n, float *out) {
     fe_causal_options o = fe_causal_options_default();
     o.max_seq_len = 128;
@@ -195,7 +158,7 @@ static void teacher_forced(const fe_llama_weights *w, const int32_t *toks, int n
 static void read_back_model_gives_the_same_logits(void **s) {
     (void)s;
     for (int v = 0; v < 2; v++) {
-        fe_lm_config c = tiny_config(v == 0, true);
+        fe_lm_config c = tiny_llama_config(v == 0, true);
         fe_dtype dt = v == 0 ? FE_DTYPE_BF16 : FE_DTYPE_F32;
         fe_llama_weights w;
         fe_error err = {0};
@@ -204,7 +167,7 @@ static void read_back_model_gives_the_same_logits(void **s) {
         folder f;
         write_and_read(&w, &f);
         const int n = 40;
-        int32_t *toks = tokens_of(n, c.vocab, 3);
+        int32_t *toks = tiny_llama_tokens(n, c.vocab, 3);
         size_t bytes = (size_t)n * (size_t)c.vocab * sizeof(float);
         float *ref = malloc(bytes), *orig = malloc(bytes), *back = malloc(bytes);
         assert_int_equal(fe_oracle_logits(&w, toks, n, ref, &err), FE_OK);
@@ -228,7 +191,7 @@ static void read_back_model_gives_the_same_logits(void **s) {
 
 static void half_precision_norms_come_back_as_f32_the_weights_own(void **s) {
     (void)s;
-    fe_lm_config c = tiny_config(true, false);
+    fe_lm_config c = tiny_llama_config(true, false);
     fe_llama_weights w;
     fe_error err = {0};
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 9, &w, &err), FE_OK);
@@ -260,7 +223,7 @@ static void half_precision_norms_come_back_as_f32_the_weights_own(void **s) {
     }
     assert_same_tensor(&w.norm, &f.w.norm);
     /* the model runs on the converted norms */
-    int32_t *toks = tokens_of(8, c.vocab, 1);
+    int32_t *toks = tiny_llama_tokens(8, c.vocab, 1);
     float *got = malloc((size_t)8 * (size_t)c.vocab * sizeof(float));
     teacher_forced(&f.w, toks, 8, got);
     free(toks), free(got);
@@ -284,7 +247,7 @@ static void *interleave(const fe_tensor *t, int64_t heads, int64_t hd) {
 
 static void interleaved_weights_are_written_in_rotate_half_order(void **s) {
     (void)s;
-    fe_lm_config c = tiny_config(false, true);
+    fe_lm_config c = tiny_llama_config(false, true);
     fe_llama_weights w, g;
     fe_error err = {0};
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 4, &w, &err), FE_OK);
@@ -302,7 +265,7 @@ static void interleaved_weights_are_written_in_rotate_half_order(void **s) {
     }
     /* the interleaved weights are the same model (the oracle agrees) ... */
     const int n = 12;
-    int32_t *toks = tokens_of(n, c.vocab, 8);
+    int32_t *toks = tiny_llama_tokens(n, c.vocab, 8);
     size_t bytes = (size_t)n * (size_t)c.vocab * sizeof(float);
     float *a = malloc(bytes), *b = malloc(bytes);
     assert_int_equal(fe_oracle_logits(&w, toks, n, a, &err), FE_OK);
@@ -413,7 +376,7 @@ static void expect_error(const fe_lm_config *c, const table *tb, fe_status want,
 
 static void malformed_checkpoints_are_errors_naming_the_tensor(void **s) {
     (void)s;
-    fe_lm_config c = tiny_config(true, false), u = tiny_config(false, false);
+    fe_lm_config c = tiny_llama_config(true, false), u = tiny_llama_config(false, false);
     table tb;
     fe_error err = {0};
     hf_table(&c, &tb);
@@ -468,7 +431,7 @@ static void malformed_checkpoints_are_errors_naming_the_tensor(void **s) {
 
 static void misaligned_f32_norms_are_copied_aligned(void **s) {
     (void)s;
-    fe_lm_config c = tiny_config(true, false);
+    fe_lm_config c = tiny_llama_config(true, false);
     table tb;
     hf_table(&c, &tb);
     /* 6 bytes of an ignored buffer first: every f32 tensor after it is 2 bytes off */
@@ -503,7 +466,7 @@ static void misaligned_f32_norms_are_copied_aligned(void **s) {
 
 static void failed_allocations_are_nomem(void **s) {
     (void)s;
-    fe_lm_config c = tiny_config(false, true);
+    fe_lm_config c = tiny_llama_config(false, true);
     fe_llama_weights w;
     fe_error err = {0};
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 2, &w, &err), FE_OK);
@@ -606,7 +569,7 @@ static void write_byte_tokenizer(const char *dir) {
 
 static void generate_writes_and_runs_a_safetensors_folder(void **s) {
     (void)s;
-    fe_lm_config c = tiny_config(true, true);
+    fe_lm_config c = tiny_llama_config(true, true);
     fe_llama_weights w;
     fe_error err = {0};
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 1, &w, &err), FE_OK);
