@@ -61,6 +61,10 @@ typedef struct fe_step {
 /* Runs the steps in order, each on its width, a barrier after each; returns when all are done.
  * The steps array and contexts are borrowed for the call only. */
 FE_API void fe_device_dispatch(fe_device *dev, const fe_step *steps, int n_steps);
+/* The same, adding each step's wall time in ns to step_ns[s] (from the barrier before the
+ * step to the one after it, on the dispatching thread's clock). */
+FE_API void fe_device_dispatch_timed(fe_device *dev, const fe_step *steps, int n_steps,
+                                     uint64_t *step_ns);
 /* Dispatches since creation (the graph tests count dispatches per call). */
 FE_API uint64_t fe_device_dispatch_count(const fe_device *dev);
 

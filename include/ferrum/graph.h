@@ -185,9 +185,17 @@ typedef struct fe_graph_stats {
     uint64_t calls;
     uint64_t last_dispatches; /* dispatches the last call made */
     int last_steps;           /* steps in the last called version */
-    size_t arena_bytes;       /* states + scratch */
+    size_t arena_bytes;       /* states + scratch (op workspaces included) */
 } fe_graph_stats;
 FE_API fe_graph_stats fe_graph_get_stats(const fe_graph *g);
+
+/* Step timing. While on, every call adds each step's wall time (from the barrier before it
+ * to the one after it: the slowest worker's time and the barrier) to its version's clock;
+ * off costs nothing. Turning it on clears the clocks. */
+FE_API void fe_graph_set_profiling(fe_graph *g, bool on);
+/* Per version with profiled calls: time a call, and the steps grouped by operator and weight
+ * (layer numbers folded: "GEMV layers.*.wq"), with their share of the call, largest first. */
+FE_API fe_status fe_graph_write_profile(const fe_graph *g, FILE *out);
 
 /* Graphviz DOT of the graph's versions: steps, the per-call values they read, arena offsets
  * and sizes. */

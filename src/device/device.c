@@ -176,8 +176,13 @@ void fe_device_describe(const fe_device *dev, char *buf, size_t n) {
 }
 
 void fe_device_dispatch(fe_device *dev, const fe_step *steps, int n_steps) {
+    fe_device_dispatch_timed(dev, steps, n_steps, NULL);
+}
+
+void fe_device_dispatch_timed(fe_device *dev, const fe_step *steps, int n_steps,
+                              uint64_t *step_ns) {
     atomic_fetch_add_explicit(&dev->dispatches, 1, memory_order_relaxed);
-    if (n_steps > 0) fe_pool_run(dev->pool, steps, n_steps);
+    if (n_steps > 0) fe_pool_run(dev->pool, steps, n_steps, step_ns);
 }
 
 uint64_t fe_device_dispatch_count(const fe_device *dev) {

@@ -36,6 +36,8 @@ void fe_version_destroy(fe_version *v) {
     fe_free(v->args);
     fe_free(v->ctx);
     fe_free(v->runlist);
+    fe_free(v->ws_buf);
+    fe_free(v->step_ns);
     fe_trace_deinit(&v->tr);
     fe_free(v);
 }
@@ -44,7 +46,7 @@ void fe_graph_destroy(fe_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_versions; i++) fe_version_destroy(g->versions[i]);
     for (int i = 0; i < g->n_states; i++) {
-        fe_free(g->states[i].mem);
+        fe_pages_free(g->states[i].mem, g->states[i].bytes);
         fe_free(g->states[i].ref_mem);
     }
     fe_free(g->versions);
@@ -52,7 +54,6 @@ void fe_graph_destroy(fe_graph *g) {
     fe_free(g->weights);
     fe_free(g->scratch);
     fe_free(g->ref_scratch);
-    fe_free(g->workspace);
     fe_free(g);
 }
 
@@ -125,13 +126,15 @@ static fe_status make_kernels(fe_graph *g, fe_version *v) {
         if (rc != FE_OK)
             return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,
                                 e.message);
+        /* the op's workspace is one more scratch buffer, alive during this step only, so
+         * the arena planner lays it over buffers that are dead by then */
         size_t ws = fe_kernel_workspace_bytes(v->kernels[s]);
-        if (ws > g->workspace_bytes) {
-            void *p = fe_aligned_alloc(64, ws);
-            if (!p) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory for a %zu-byte workspace", ws);
-            fe_free(g->workspace);
-            g->workspace = p;
-            g->workspace_bytes = ws;
+        v->ws_buf[s] = -1;
+        if (ws) {
+            int b = fe_trace_new_scratch(t, ws);
+            if (b < 0) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory planning a workspace");
+            t->scratch[b].first = t->scratch[b].last = s;
+            v->ws_buf[s] = b;
         }
     }
     return FE_OK;
@@ -286,7 +289,8 @@ fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, f
     v->n_steps = v->tr.n_steps;
     if (st == FE_OK) {
         v->kernels = fe_calloc((size_t)(v->n_steps ? v->n_steps : 1), sizeof *v->kernels);
-        st = v->kernels ? make_kernels(g, v) : fe_error_set(&g->err, FE_E_NOMEM, "out of memory");
+        v->ws_buf = fe_calloc((size_t)(v->n_steps ? v->n_steps : 1), sizeof *v->ws_buf);
+        st = v->kernels && v->ws_buf ? make_kernels(g, v) : fe_error_set(&g->err, FE_E_NOMEM, "out of memory");
     }
     if (st == FE_OK) st = plan_memory(g, v);
     if (st == FE_OK) st = lower(g, v);

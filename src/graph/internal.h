@@ -127,8 +127,11 @@ typedef struct fe_version {
     fe_step_ctx *ctx;
     fe_step *runlist;
     int n_steps;
+    int *ws_buf;          /* per step: the scratch buffer holding its op workspace, or -1 */
     bool each_step;
     size_t scratch_bytes;
+    uint64_t *step_ns;    /* profiling: each step's summed wall time (NULL until profiled) */
+    uint64_t profiled_calls;
 } fe_version;
 
 struct fe_graph {
@@ -147,9 +150,8 @@ struct fe_graph {
     fe_compile_options opts;
     void *scratch, *ref_scratch;
     size_t scratch_bytes, ref_scratch_bytes;
-    void *workspace;        /* every step's op scratch, shared: steps never overlap in time */
-    size_t workspace_bytes;
     fe_graph_stats stats;
+    bool profiling;         /* fe_graph_set_profiling: calls time their steps */
     fe_error err;
 };
 
@@ -158,11 +160,18 @@ void fe_trace_init(fe_trace *t, fe_graph *g, const fe_named_tensor *sig, int n_s
 void fe_trace_deinit(fe_trace *t);
 fe_status fe_trace_fail(fe_trace *t, fe_status s, const char *fmt, ...) FE_PRINTF(3, 4);
 const fe_view *fe_trace_view(const fe_trace *t, fe_h h);
+/* steps.c: a scratch buffer alive from the current step to the current step (callers move
+ * first/last); its index, or -1 on out of memory (the trace records the error) */
+int fe_trace_new_scratch(fe_trace *t, size_t bytes);
 int fe_graph_state_index(const fe_graph *g, const char *path);
 
 /* compile.c */
 fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out);
 void fe_version_destroy(fe_version *v);
+
+/* profile.c: the version's step clock, allocated on first use (NULL when memory is short:
+ * the call then runs untimed) */
+uint64_t *fe_version_clock(fe_version *v);
 
 /* run.c: evaluates an affine value with the graph's (or the reference's) words */
 int64_t fe_val_eval(const fe_graph *g, fe_val v, bool reference);

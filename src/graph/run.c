@@ -142,8 +142,9 @@ static fe_status bind_step(fe_graph *g, fe_version *v, int s, const fe_named_ten
     if (rc != FE_OK)
         return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,
                             fe_kernel_message(v->kernels[s]));
-    out->ws = g->workspace;
-    out->ws_bytes = fe_kernel_workspace_bytes(v->kernels[s]);
+    int wb = v->ws_buf[s];
+    out->ws = wb >= 0 ? (char *)g->scratch + v->tr.scratch[wb].offset : NULL;
+    out->ws_bytes = wb >= 0 ? v->tr.scratch[wb].bytes : 0;
     return FE_OK;
 }
 
@@ -177,12 +178,15 @@ static fe_status call_version(fe_graph *g, fe_version *v, const fe_named_tensor 
     }
     if (rc != FE_OK) return rc;
     uint64_t before = fe_device_dispatch_count(g->dev);
+    uint64_t *clock = g->profiling ? fe_version_clock(v) : NULL;
     if (!v->each_step) {
-        fe_device_dispatch(g->dev, v->runlist, v->n_steps);
+        fe_device_dispatch_timed(g->dev, v->runlist, v->n_steps, clock);
     } else {
         for (int s = 0; s < v->n_steps; s++)
-            if (!(s < 64 && empty[s] && v->tr.dispatch_time)) fe_device_dispatch(g->dev, &v->runlist[s], 1);
+            if (!(s < 64 && empty[s] && v->tr.dispatch_time))
+                fe_device_dispatch_timed(g->dev, &v->runlist[s], 1, clock ? clock + s : NULL);
     }
+    if (clock) v->profiled_calls++;
     g->stats.last_dispatches = fe_device_dispatch_count(g->dev) - before;
     g->stats.last_steps = v->n_steps;
     g->stats.calls++;
@@ -279,7 +283,7 @@ fe_status fe_graph_reference(fe_graph *g, const fe_named_tensor *inputs, int n_i
 
 fe_graph_stats fe_graph_get_stats(const fe_graph *g) {
     fe_graph_stats s = g->stats;
-    s.arena_bytes = g->scratch_bytes + g->workspace_bytes;
+    s.arena_bytes = g->scratch_bytes; /* op workspaces live in the scratch arena */
     for (int i = 0; i < g->n_states; i++) s.arena_bytes += g->states[i].bytes;
     return s;
 }

@@ -20,7 +20,7 @@ static bool grow_steps(fe_trace *t) {
     return true;
 }
 
-static int new_scratch(fe_trace *t, size_t bytes) {
+int fe_trace_new_scratch(fe_trace *t, size_t bytes) {
     if (t->n_scratch == t->cap_scratch) {
         int nc = t->cap_scratch ? t->cap_scratch * 2 : 32;
         void *p = fe_realloc(t->scratch, (size_t)nc * sizeof *t->scratch);
@@ -169,7 +169,7 @@ static int record(fe_trace *t, int dst, const char *opname, const fe_h *inputs, 
                 ov.has_bound[oa] = true;
             }
         }
-        ov.buf = new_scratch(t, fe_dtype_bytes(o->dtype, n));
+        ov.buf = fe_trace_new_scratch(t, fe_dtype_bytes(o->dtype, n));
         if (ov.buf < 0) return 0;
         fe_h h = push_view(t, &ov);
         if (!h.id) return 0;

@@ -196,12 +196,11 @@ static int declare_state(fe_trace *t, const char *path, fe_dtype dt, int rank, c
         n *= shape[d];
     }
     s.bytes = fe_dtype_bytes(dt, n);
-    s.mem = fe_aligned_alloc(64, s.bytes);
+    s.mem = fe_pages_alloc(s.bytes, false); /* zero; resident only as far as it is written */
     if (!s.mem) {
         fe_trace_fail(t, FE_E_NOMEM, "out of memory for state \"%s\" (%zu bytes)", path, s.bytes);
         return -1;
     }
-    memset(s.mem, 0, s.bytes);
     g->states[g->n_states] = s;
     return g->n_states++;
 }

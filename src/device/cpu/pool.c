@@ -32,6 +32,7 @@ struct fe_pool {
     _Alignas(64) atomic_int arrived;
     const fe_step *steps;
     int n_steps;
+    uint64_t *step_ns; /* worker 0 adds each step's time here when not NULL */
     atomic_int stop;
 };
 
@@ -81,11 +82,18 @@ static void run_steps(fe_pool *p, int ith) {
     /* locals: after the last barrier the dispatcher may already publish the next list */
     const fe_step *steps = p->steps;
     int n_steps = p->n_steps;
+    uint64_t *clock = ith == 0 ? p->step_ns : NULL;
+    uint64_t t = clock ? fe_time_ns() : 0;
     for (int s = 0; s < n_steps; s++) {
         const fe_step *st = &steps[s];
         int width = st->width < 1 ? 1 : st->width > p->n ? p->n : st->width;
         if (ith < width) st->fn(st->ctx, ith, width);
         if (p->n > 1) barrier(p);
+        if (clock) { /* from the last barrier to this one: the step's slowest worker */
+            uint64_t now = fe_time_ns();
+            clock[s] += now - t;
+            t = now;
+        }
     }
 }
 
@@ -170,9 +178,10 @@ void fe_pool_destroy(fe_pool *p) {
     fe_free(p);
 }
 
-void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps) {
+void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps, uint64_t *step_ns) {
     p->steps = steps;
     p->n_steps = n_steps;
+    p->step_ns = step_ns;
     if (p->n > 1) bump(&p->go); /* release: workers see steps after they see the new word */
     run_steps(p, 0);            /* the last barrier means every worker has finished */
 }

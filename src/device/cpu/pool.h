@@ -14,7 +14,9 @@ typedef struct fe_pool fe_pool;
  * creating thread (worker 0, which must be the dispatching thread) included. */
 fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err);
 void fe_pool_destroy(fe_pool *p);
-void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps);
+/* step_ns, when not NULL, gets each step's wall time added (ns, by worker 0: from the barrier
+ * before the step to the one after it, so the slowest worker's time plus the barrier). */
+void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps, uint64_t *step_ns);
 int fe_pool_size(const fe_pool *p);
 
 #endif
