@@ -317,6 +317,57 @@ static void fused_and_each_step_are_bit_identical(void **s) {
     free(x), free(w);
 }
 
+/* Profiling: on, each call times its steps; the table names every operator once with the
+ * calls counted, and the step times add up to no more than the calls' wall time. Off, calls
+ * add nothing; on again clears the clocks. Both packagings. */
+static void profiling_times_each_step(void **s) {
+    (void)s;
+    const int64_t R = 64, C = 256;
+    float *x = randoms(R * C, 9, -1, 1), *w = randoms(C, 10, 0.5, 1.5);
+    int64_t xs[2] = {R, C}, ws[1] = {C};
+    fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)},
+                             {"w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, ws)}};
+    for (int p = 0; p < 2; p++) {
+        fe_graph *g;
+        assert_int_equal(fe_graph_create(dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
+        fe_compile_options o = fe_compile_options_default();
+        o.packaging = p ? FE_PACK_EACH_STEP : FE_PACK_FUSED;
+        assert_int_equal(fe_graph_compile(g, in, 2, &o), FE_OK);
+        fe_word n = {"n", R};
+        fe_tensor out;
+        assert_int_equal(fe_graph_call(g, in, 2, &n, 1, &out, 1, NULL), FE_OK); /* unprofiled */
+        fe_graph_set_profiling(g, true);
+        uint64_t t0 = fe_time_ns();
+        for (int i = 0; i < 7; i++) assert_int_equal(fe_graph_call(g, in, 2, &n, 1, &out, 1, NULL), FE_OK);
+        double wall_us = (double)(fe_time_ns() - t0) / 1e3;
+        fe_graph_set_profiling(g, false);
+        assert_int_equal(fe_graph_call(g, in, 2, &n, 1, &out, 1, NULL), FE_OK); /* not counted */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_int_equal(fe_graph_write_profile(g, f), FE_OK);
+        fclose(f);
+        assert_non_null(strstr(text, "7 calls"));
+        const char *ops[] = {"RMSNorm", "SiLU", "ElementwiseAdd", "Softmax"};
+        for (int i = 0; i < 4; i++) {
+            const char *at = strstr(text, ops[i]);
+            assert_non_null(at);
+            assert_null(strstr(at + 1, ops[i])); /* once */
+        }
+        double us_a_call = atof(strstr(text, "calls, ") + 7);
+        assert_true(us_a_call > 0 && us_a_call * 7 <= wall_us);
+        free(text);
+        fe_graph_set_profiling(g, true); /* clears */
+        f = open_memstream(&text, &len);
+        assert_int_equal(fe_graph_write_profile(g, f), FE_OK);
+        fclose(f);
+        assert_non_null(strstr(text, "no profiled calls"));
+        free(text);
+        fe_graph_destroy(g);
+    }
+    free(x), free(w);
+}
+
 static void compiles_stay_one_per_signature_over_1000_calls(void **s) {
     (void)s;
     const int64_t R = 16, C = 64;
@@ -465,6 +516,7 @@ int main(void) {
         cmocka_unit_test(walk_follows_its_successor_table_for_1000_steps),
         cmocka_unit_test(two_versions_share_a_state),
         cmocka_unit_test(fused_and_each_step_are_bit_identical),
+        cmocka_unit_test(profiling_times_each_step),
         cmocka_unit_test(compiles_stay_one_per_signature_over_1000_calls),
         cmocka_unit_test(tracing_refuses_with_messages),
         cmocka_unit_test(verbose_and_dot_describe_the_plan),
