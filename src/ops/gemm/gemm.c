@@ -1,7 +1,8 @@
 /* ops/gemm/gemm.c: the GEMM declaration: C (M, N) = epilogue(A (M, K) . B (N, K)^T) for
  * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
- * tunables (block sizes resolved from the device's caches), infer, the double-precision
- * reference, cost, workspace and test cases. The kernels are in kernels.inc (see gemm.h). */
+ * tunables (block sizes resolved from the device's caches; the bf16 dot product where the
+ * device has it), infer, the double-precision reference, cost, workspace and test cases. The
+ * kernels are in kernels.inc and bf16dot.inc (see gemm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,10 @@ static const fe_param_decl params[] = {
                    "lower clamp, last in the epilogue; clamps only when clamp_min < clamp_max"},
     [GM_P_CMAX] = {"clamp_max", FE_PARAM_FLOAT, 0, 1, 0, NULL,
                    "upper clamp; clamp_min = clamp_max (default 0, 0) turns the clamp off"},
+    [GM_P_BF16] = {"act_bf16", FE_PARAM_BOOL, 0, 1, 0, NULL,
+                   "bf16 b only: a rounded to bf16 (to nearest even, denormals to zero), so "
+                   "each product is of two bf16 values, exact, summed in f32 (vdpbf16ps where "
+                   "the device has AVX512_BF16: twice the multiply-adds of an f32 FMA)"},
 };
 
 static const fe_tunable_decl tunables[] = {
@@ -43,6 +48,11 @@ static const fe_tunable_decl tunables[] = {
                       .n_choices = 5}, 512, true,
                "depth of a packed block (whole quant blocks; a rest of <= KC/4 joins the last "
                "block): one MR x KC A panel stays in L1"},
+    [GM_DOT] = {"bf16_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
+                true,
+                "act_bf16 products: 1 = AVX512_BF16 vdpbf16ps on bf16 k-pairs (resolve sets it "
+                "where the device has avx512bf16 and turns it off elsewhere), 0 = A rounded to "
+                "bf16 values while packing and the f32 FMA micro-kernel; the same products"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -96,6 +106,9 @@ static fe_status infer(fe_op_ctx *c) {
                             "absent (rank 0)", (long long)M, (long long)N,
                             (long long)c->operands[GM_RES].shape[0],
                             (long long)c->operands[GM_RES].shape[1]);
+    if (c->params[GM_P_BF16] != 0 && b->dtype != FE_DTYPE_BF16)
+        return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 (products of two bf16 "
+                            "values); b is %s: set act_bf16 = 0, or store b as bf16", bt->name);
     if (c->params[GM_P_CMIN] > c->params[GM_P_CMAX])
         return fe_op_refuse(c, FE_E_INVALID, "clamp_min = %g is above clamp_max = %g: give "
                             "clamp_min < clamp_max to clamp, or equal values (default 0, 0) "
@@ -122,11 +135,19 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
     return best;
 }
 
-/* Block sizes from the device's caches only (never the extents: one design serves all):
+/* bf16_dot: the vdpbf16ps kernel exactly where it can run (an act_bf16 design on an avx512
+ * device with avx512bf16); forced off elsewhere, also over a call site.
+ * Block sizes from the device's caches only (never the extents: one design serves all):
  * an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an MC x KC A block
  * in L2 (packed, then walked panel by panel), and the KC x NC B block in a share of the LLC
  * (re-read once per A panel; larger NC repacks A less often). */
 static void resolve(fe_op_ctx *c) {
+    bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
+               c->dev->features.avx512bf16;
+    if (!c->tunable_set[GM_DOT] || !can) {
+        c->tunables[GM_DOT] = can;
+        c->tunable_set[GM_DOT] = true;
+    }
     int mr, nr;
     gm_tile(c->dev->isa, &mr, &nr);
     double l1 = c->dev->l1d_bytes ? (double)c->dev->l1d_bytes : 32768.0;
@@ -156,9 +177,9 @@ static double act_ref(double x, int act) {
 }
 
 /* Plain double loops: rows of B decoded by fe_dequant_row (GROUP at a time, once each, held
- * in double), then for every row of A the dot products with them over the first k columns,
- * in double, and the epilogue. If the buffers cannot be had, C's rows are written NaN (a
- * test then fails loudly). */
+ * in double), then for every row of A (each value rounded to bf16 first under act_bf16) the
+ * dot products with them over the first k columns, in double, and the epilogue. If the
+ * buffers cannot be had, C's rows are written NaN (a test then fails loudly). */
 static void reference(const fe_args *args, const fe_design *d) {
     enum { GROUP = 8 };
     const int64_t N = args->ext[GM_N], K = args->ext[GM_K];
@@ -171,6 +192,7 @@ static void reference(const fe_args *args, const fe_design *d) {
     const float *res = d->present[GM_RES] ? args->t[GM_RES].data : NULL;
     float *C = args->t[GM_C].data;
     const int act = (int)d->params[GM_P_ACT];
+    const bool bf16 = d->params[GM_P_BF16] != 0;
     const double lo = (float)d->params[GM_P_CMIN], hi = (float)d->params[GM_P_CMAX];
     float *row = fe_malloc((size_t)K * sizeof *row);
     double *w = fe_malloc((size_t)K * GROUP * sizeof *w); /* w[p * GROUP + j]: B[n0 + j, p] */
@@ -184,7 +206,7 @@ static void reference(const fe_args *args, const fe_design *d) {
             const float *x = A + m * K;
             double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
             for (int64_t p = 0; row && w && p < k; p++) { /* eight sums kept in registers */
-                const double a = x[p], *b = w + p * GROUP;
+                const double a = bf16 ? gm_round_bf16(x[p]) : x[p], *b = w + p * GROUP;
                 s0 += a * b[0], s1 += a * b[1], s2 += a * b[2], s3 += a * b[3];
                 s4 += a * b[4], s5 += a * b[5], s6 += a * b[6], s7 += a * b[7];
             }
@@ -204,7 +226,9 @@ static void reference(const fe_args *args, const fe_design *d) {
 }
 
 /* FLOPs of the products (the epilogue is not counted); bytes of A, B (its dtype's bytes
- * over the first k columns, whole blocks), C, and the bias and residual when present. */
+ * over the first k columns, whole blocks), C, and the bias and residual when present. The
+ * same under act_bf16: A is read as f32 and rounded while packing, B is read as bf16 either
+ * way; only the roof differs (twice the multiply-adds per instruction with bf16_dot). */
 static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
     const double rows = (double)a->v[GM_V_ROWS], N = (double)a->ext[GM_N];
     const int64_t k = a->v[GM_V_K], blk = fe_dtype_info(d->dtypes[GM_B])->block;
@@ -238,7 +262,8 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
     return FE_OK;
 }
 
-/* Packed A, packed B (and decoded quant rows) per worker, at the kernel's extents. */
+/* Packed A, packed B (and decoded quant rows) per worker, at the kernel's extents, in 4-byte
+ * words. */
 static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
     gm_plan p;
     gm_plan_make(a, d, &p);
@@ -271,6 +296,7 @@ static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
 #define NO_RES (1u << GM_RES)
 #define PLAIN (NO_BIAS | NO_RES)
 #define SHAPE(m, n, k) .dims = {m, n, k}, .n_dims = 3
+#define BF16 .params = {{"act_bf16", 1}}, .n_params = 1
 
 /* The catalog also runs every case at the middle bound (rows = M/2 + 1, k = K/2 + 1) and the
  * minimum (rows 0, k 1): M = 1, 4, 32, 126, 128 put the middle rows at 1, 3, 17, 64, 65. */
@@ -312,6 +338,17 @@ static const fe_case cases[] = {
     {.name = "bf16/k576", SHAPE(4, 40, 576), .absent = PLAIN}, /* one K block with its tail */
     {.name = "bf16/wide", SHAPE(3, 2100, 24), .absent = NO_RES},
     {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
+    /* act_bf16 (the AVX-512 kernel packs k-pairs: an odd k pads a zero; 14 x 32 tiles) */
+    {.name = "bf16/dot_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN},
+    {.name = "bf16/dot_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES},
+    {.name = "bf16/dot_all", SHAPE(15, 48, 95),
+     .params = {{"act_bf16", 1}, {"activation", GM_ACT_SILU}, {"clamp_min", -2},
+                {"clamp_max", 2}}, .n_params = 4},
+    {.name = "bf16/dot_rows_64", SHAPE(126, 40, 41), BF16, .absent = NO_BIAS},
+    {.name = "bf16/dot_deep", SHAPE(5, 40, 701), BF16, .absent = PLAIN}, /* K: 512 + 189 */
+    {.name = "bf16/dot_k577", SHAPE(4, 40, 577), BF16, .absent = PLAIN}, /* one odd block */
+    {.name = "bf16/dot_wide", SHAPE(3, 2100, 25), BF16, .absent = NO_RES},
+    {.name = "bf16/dot_tall", SHAPE(600, 20, 23), BF16, .absent = PLAIN},
     /* extensive: model shapes (SmolLM2 576/1536/49152, Gemma 640/262144) */
     {.name = "f32/rows_300", SHAPE(598, 576, 576), .absent = PLAIN, .extensive = true},
     {.name = "bf16/rows_512", SHAPE(512, 576, 576), .params = {{"activation", GM_ACT_SILU}},
@@ -333,12 +370,18 @@ static const fe_case cases[] = {
      .bench = true},
     {.name = "bf16/2048x8192", SHAPE(512, 2048, 8192), .absent = PLAIN, .extensive = true,
      .bench = true},
+    {.name = "bf16/dot_2048x2048", SHAPE(512, 2048, 2048), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
+    {.name = "bf16/dot_8192x2048", SHAPE(512, 8192, 2048), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
+    {.name = "bf16/dot_2048x8192", SHAPE(512, 2048, 8192), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
 };
 
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
     .summary = "C = A.B^T (+ bias) -> activation (+ residual) -> clamp; B f32/bf16/f16/q8_0/"
-               "q4_0/q4_1",
+               "q4_0/q4_1; act_bf16: A rounded to bf16 (bf16 dot products)",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),

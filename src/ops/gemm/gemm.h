@@ -8,10 +8,17 @@
  * A and C; later rows of C untouched) and k (the first k columns of A and B contribute).
  * c must not overlap an input (check() refuses it): it holds partial sums between K blocks.
  *
+ * act_bf16 (B bf16 only): A is rounded to bf16 (to nearest, ties to even; a denormal, below
+ * 2^-126, becomes zero), so every product is a product of two bf16 values, exact in f32, and
+ * the products are summed in f32. (A denormal in B may count as zero as well, as vdpbf16ps
+ * takes it: < 2^-126 |a| per product.) The float64 reference rounds A the same way.
+ *
  * Kernels (kernels.inc, per ISA) are BLIS-style: B is packed into NR-wide panels of KC rows
  * (widened or dequantised while packing), A into MR-tall panels, and an MR x NR register
- * micro-kernel runs over them; see kernels.inc for the loop nest. One micro-kernel per ISA
- * (the declaration's four tunables are WIDTH, MC, NC, KC: FE_MAX_TUNABLES).
+ * micro-kernel runs over them; see kernels.inc for the loop nest. One f32 micro-kernel per
+ * ISA; with act_bf16 on a device with AVX512_BF16 (tunable bf16_dot) the AVX-512 kernel
+ * packs both as k-pairs of bf16 instead and runs a vdpbf16ps micro-kernel of the same tile
+ * (bf16dot.inc); elsewhere act_bf16 rounds A while packing and takes the f32 path.
  *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
  * long axis of every weight: 576..262144) and split M as well only where that balances
@@ -19,12 +26,15 @@
 #ifndef FE_OPS_GEMM_H
 #define FE_OPS_GEMM_H
 
+#include <stdint.h>
+#include <string.h>
+
 #include "ops/op.h"
 
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
-enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX };              /* params */
+enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16 };   /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU };       /* activation choices */
-enum { GM_WIDTH, GM_MC, GM_NC, GM_KC };               /* tunables */
+enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT };       /* tunables */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 
@@ -43,10 +53,11 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 
 typedef struct gm_plan {
     int mr, nr;            /* the ISA's micro-tile */
+    bool dot;              /* bf16 k-pairs packed, the vdpbf16ps micro-kernel (bf16dot.inc) */
     int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
     int64_t kc;            /* the deepest K block (see gm_kblock) */
-    int64_t ap, bp, tmp;   /* floats per worker: packed A, packed B, decoded quant rows */
-    int64_t stride;        /* floats per worker in the workspace (64-byte multiple) */
+    int64_t ap, bp, tmp;   /* 4-byte words per worker: packed A, packed B, decoded quant rows */
+    int64_t stride;        /* words per worker in the workspace (64-byte multiple) */
 } gm_plan;
 
 /* Depth of the K block at pc of the first k columns: kb, except that a rest of at most
@@ -54,6 +65,26 @@ typedef struct gm_plan {
  * second pass for 64 or 128 columns). pc is always a multiple of kb. */
 static inline int64_t gm_kblock(const gm_plan *p, int64_t pc, int64_t k) {
     return k - pc <= p->kb + p->kb / 4 ? k - pc : p->kb;
+}
+
+/* Packed words per row of a panel for a K block of kc columns: one f32 per column, or one
+ * pair of bf16 per two columns (an odd last column paired with a zero). */
+static inline int64_t gm_kwords(const gm_plan *p, int64_t kc) {
+    return p->dot ? (kc + 1) / 2 : kc;
+}
+
+/* x rounded to bf16 as VCVTNEPS2BF16 rounds it (act_bf16), kept as f32: to nearest, ties to
+ * even; a denormal becomes a signed zero; a NaN stays NaN (quiet); past bf16's largest
+ * finite value, infinity. */
+static inline float gm_round_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+    else if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x00400000u;
+    else u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
 }
 
 /* The micro-tile of an ISA. */

@@ -25,8 +25,9 @@ void gm_plan_make(const fe_args *a, const fe_design *d, gm_plan *p) {
     p->kb = round_up(d->tunables[GM_KC], GM_KSTEP);
     p->kc = min64(round_up(p->kb + p->kb / 4, GM_KSTEP), round_up(K, GM_KSTEP));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
-    p->ap = round_up(p->mc * p->kc, 16);
-    p->bp = round_up(p->nc * p->kc, 16);
+    p->dot = d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT] != 0;
+    p->ap = round_up(p->mc * gm_kwords(p, p->kc), 16);
+    p->bp = round_up(p->nc * gm_kwords(p, p->kc), 16);
     p->tmp = blocks ? round_up((int64_t)p->nr * p->kc, 16) : 0;
     p->stride = p->ap + p->bp + p->tmp;
 }
