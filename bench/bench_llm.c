@@ -2,17 +2,31 @@
  * For SmolLM2-135M (the real Q4_1 GGUF, when the model cache has it) and the Llama 3.2 1B
  * shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
  * tokens/s over 64 tokens, and the decode ceiling: the measured read bandwidth (best of 1/2/4/8
- * streams per worker) over the bytes of weights read per token, with the ratio to it.
+ * streams per worker) over the bytes of weights read per token, with the ratio to it; the
+ * prefill's GFLOP/s against the measured f32 FMA peak and bf16 dot peak (device/cpu/peak.c).
  * Usage: bench_llm [smollm2|llama|all] (default all). Prints the machine first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cpu/membw.h"
+#include "device/cpu/peak.h"
 #include "lm/causal.h"
 #include "lm/gguf.h"
 
-static double read_gbs;
+static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */
+
+/* FLOPs of a prompt of n tokens: the layer matrices over every row, attention over the
+ * causal triangle (QK^T and PV), the head over the last row */
+static double prompt_flops(const fe_llama_weights *w, int64_t n) {
+    const fe_lm_config *c = &w->cfg;
+    double per_row = 0;
+    const fe_llama_layer *L = &w->layers[0];
+    const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) per_row += 2.0 * (double)fe_tensor_numel(ms[i]);
+    double attn = 4.0 * (double)c->n_heads * (double)c->head_dim * (double)n * (double)(n + 1) / 2;
+    return (double)c->n_layers * (per_row * (double)n + attn) + 2.0 * (double)fe_tensor_numel(&w->lm_head);
+}
 
 static size_t tbytes(const fe_tensor *t) { return fe_dtype_bytes(t->dtype, fe_tensor_numel(t)); }
 
@@ -64,8 +78,12 @@ static void run_model(fe_device *dev, const char *name, const fe_llama_weights *
             t[r] = (double)(fe_time_ns() - t0) / 1e9;
         }
         qsort(t, 3, sizeof t[0], cmp_d);
-        printf("  prefill %3d tokens: %8.1f tok/s (median of 3; spread %.1f..%.1f)\n", lens[k],
-               lens[k] / t[1], lens[k] / t[2], lens[k] / t[0]);
+        double gf = prompt_flops(w, lens[k]) / t[1] / 1e9;
+        printf("  prefill %3d tokens: %8.1f tok/s (median of 3; spread %.1f..%.1f), %.0f GFLOP/s = "
+               "%.0f%% of the FMA peak", lens[k], lens[k] / t[1], lens[k] / t[2], lens[k] / t[0], gf,
+               100 * gf / fma_peak);
+        if (dot_peak > 0) printf(", %.0f%% of the bf16 dot peak", 100 * gf / dot_peak);
+        printf("\n");
     }
     double d[3];
     for (int r = 0; r < 3; r++) {
@@ -105,8 +123,15 @@ int main(int argc, char **argv) {
     fe_membw_options mo = {.read_bytes = (size_t)256 << 20, .triad_bytes = (size_t)16 << 20, .repeats = 8};
     if (fe_membw_measure(dev, &mo, &rep) != FE_OK) return 1;
     read_gbs = rep.read_gbs;
-    printf("read bandwidth (best of 1/2/4/8 streams per worker, %d workers): %.1f GB/s\n\n",
+    printf("read bandwidth (best of 1/2/4/8 streams per worker, %d workers): %.1f GB/s\n",
            rep.n_workers, read_gbs);
+    double med;
+    int lanes;
+    fe_flops_peak(dev, false, 5, &fma_peak, &med, &lanes);
+    fe_flops_peak(dev, true, 5, &dot_peak, &med, &lanes);
+    printf("FMA peak (f32, all workers): %.0f GFLOP/s; bf16 dot peak (vdpbf16ps): %.0f GFLOP/s%s\n"
+           "(the Llama prompt runs bf16 dot products, ferrum generate's default on bf16 matrices; "
+           "SmolLM2's q4_1 prompt runs f32)\n\n", fma_peak, dot_peak, dot_peak > 0 ? "" : " (none here)");
     if (!strcmp(which, "all") || !strcmp(which, "smollm2")) {
         char path[512];
         const char *home = getenv("FERRUM_CACHE_HOME");

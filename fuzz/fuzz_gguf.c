@@ -1,18 +1,44 @@
 /* fuzz/fuzz_gguf.c: libFuzzer target for the GGUF reader and the config read from its
  * metadata. Whatever opens must be readable end to end: every tensor's data, every string
- * array element, every getter; and a config that reads must validate. */
+ * array element, every getter; and a config that reads must validate. Opened header-only,
+ * whatever opens whole opens too, with the same tensor table and no data. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "lm/config.h"
 #include "lm/gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The header-only open agrees with the whole one (g NULL when that failed). */
+static void check_header_only(const uint8_t *data, size_t size, const fe_gguf *g) {
+    fe_gguf *h = NULL;
+    fe_error err;
+    fe_status st = fe_gguf_open_memory_header(data, size, "fuzz.gguf", &h, &err);
+    if (st != FE_OK && st != FE_E_FORMAT) __builtin_trap();
+    if (g && st != FE_OK) __builtin_trap(); /* the whole file opened */
+    if (st != FE_OK) return;
+    if (!fe_gguf_header_only(h)) __builtin_trap();
+    for (size_t i = 0; i < fe_gguf_tensor_count(h); i++) {
+        const fe_gguf_tensor *t = fe_gguf_tensor_at(h, i);
+        if (t->data || fe_gguf_tensor_find(h, t->name) != t) __builtin_trap();
+        const fe_gguf_tensor *u = g ? fe_gguf_tensor_at(g, i) : NULL;
+        if (g && (!u || strcmp(u->name, t->name) || u->offset != t->offset || u->n_bytes != t->n_bytes))
+            __builtin_trap();
+    }
+    if (g && fe_gguf_tensor_count(g) != fe_gguf_tensor_count(h)) __builtin_trap();
+    fe_lm_config c;
+    if (fe_lm_config_from_gguf(h, &c, &err) == FE_OK && fe_lm_config_validate(&c, &err) != FE_OK)
+        __builtin_trap();
+    fe_gguf_close(h);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fe_gguf *g = NULL;
     fe_error err;
     fe_status st = fe_gguf_open_memory(data, size, "fuzz.gguf", &g, &err);
+    check_header_only(data, size, g);
     if (st != FE_OK) {
         if (st != FE_E_FORMAT) __builtin_trap(); /* memory input: only format errors */
         return 0;

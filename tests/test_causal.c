@@ -48,10 +48,14 @@ static fe_kl_stats compare(const float *oracle, const float *model, int n, int64
     return s;
 }
 
+/* prefill dot products: f32 (exact, the tests' default) unless a test asks for bf16 */
+static int prefill_dot = FE_PREFILL_DOT_F32;
+
 static fe_causal *make(const fe_llama_weights *w, int64_t max_seq, int64_t chunk) {
     fe_causal_options o = fe_causal_options_default();
     o.max_seq_len = max_seq;
     o.chunk = chunk;
+    o.prefill_dot = prefill_dot;
     fe_causal *m = NULL;
     fe_error err = {0};
     if (fe_causal_create(dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
@@ -68,21 +72,29 @@ static void check_against_oracle(const fe_lm_config *c, fe_dtype dt, int n) {
     fe_causal *m = make(&w, 128, 16);
     if (fe_causal_teacher_forced(m, toks, n, got) != FE_OK) fail_msg("%s", fe_causal_message(m));
     fe_kl_stats s = compare(ref, got, n, c->vocab);
-    print_message("%s %s: KL mean %.3g p90 %.3g max %.3g, max |dlogit| %.3g of spread %.3g, top-1 "
+    bool bf16_dot = prefill_dot == FE_PREFILL_DOT_BF16;
+    print_message("%s %s%s: KL mean %.3g p90 %.3g max %.3g, max |dlogit| %.3g of spread %.3g, top-1 "
                   "mismatches %d/%d\n", c->tied_embeddings ? "tied" : "untied",
-                  fe_dtype_info(dt)->name, s.mean, s.p90, s.max, s.max_abs_diff, s.spread,
-                  s.top1_mismatches, n);
+                  fe_dtype_info(dt)->name, bf16_dot ? " (bf16 dot products)" : "", s.mean, s.p90,
+                  s.max, s.max_abs_diff, s.spread, s.top1_mismatches, n);
     assert_true(s.spread > 1.0); /* the weights carry signal */
-    assert_true(s.mean <= 1e-6);
-    assert_true(s.max <= 1e-5);
-    assert_true(s.max_abs_diff <= 1e-3 * s.spread);
-    assert_int_equal(s.top1_mismatches, 0);
+    if (bf16_dot) { /* activations rounded to bf16 (8 bits of mantissa): far inside the seed's
+                     * mean 0.02 / p90 0.04 / max 0.2, not float32-exact */
+        assert_true(s.mean <= 1e-4 && s.p90 <= 2e-4 && s.max <= 1e-3);
+        assert_true(s.max_abs_diff <= 2e-2 * s.spread);
+        assert_true(s.top1_mismatches <= n / 10);
+    } else {
+        assert_true(s.mean <= 1e-6);
+        assert_true(s.max <= 1e-5);
+        assert_true(s.max_abs_diff <= 1e-3 * s.spread);
+        assert_int_equal(s.top1_mismatches, 0);
+    }
     /* prompting the whole sequence gives the same last-row logits */
     const float *last;
     int32_t next;
     assert_int_equal(fe_causal_prompt(m, toks, n, &last, &next), FE_OK);
     fe_kl_stats s2 = compare(ref + (int64_t)(n - 1) * c->vocab, last, 1, c->vocab);
-    assert_true(s2.max_abs_diff <= 1e-3 * s.spread);
+    assert_true(s2.max_abs_diff <= (bf16_dot ? 2e-2 : 1e-3) * s.spread);
     fe_causal_destroy(m);
     free(toks), free(ref), free(got);
     fe_llama_weights_free(&w);
@@ -94,6 +106,30 @@ static void causal_matches_the_oracle_teacher_forced(void **s) {
     check_against_oracle(&c, FE_DTYPE_F32, 40);
     c = tiny_config(true, true);
     check_against_oracle(&c, FE_DTYPE_BF16, 40);
+    prefill_dot = FE_PREFILL_DOT_BF16; /* what `ferrum generate` uses on bf16 matrices */
+    check_against_oracle(&c, FE_DTYPE_BF16, 40);
+    prefill_dot = FE_PREFILL_DOT_F32;
+}
+
+/* bf16 dot products are refused by name where a matrix is not bf16; AUTO quietly keeps f32 */
+static void prefill_dot_bf16_needs_bf16_matrices(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(false, false);
+    fe_llama_weights w;
+    fe_error err;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 7, &w, &err), FE_OK);
+    fe_causal_options o = fe_causal_options_default();
+    o.max_seq_len = 32;
+    o.prefill_dot = FE_PREFILL_DOT_BF16;
+    fe_causal *m = NULL;
+    assert_int_equal(fe_causal_create(dev, &w, &o, &m, &err), FE_E_DTYPE);
+    assert_null(m);
+    assert_non_null(strstr(err.message, "bf16"));
+    assert_non_null(strstr(err.message, "f32"));
+    o.prefill_dot = FE_PREFILL_DOT_AUTO;
+    assert_int_equal(fe_causal_create(dev, &w, &o, &m, &err), FE_OK);
+    fe_causal_destroy(m);
+    fe_llama_weights_free(&w);
 }
 
 /* The flagship's shapes (vocab 128256, hidden 2048, 16 layers, 32/8 heads, FFN 8192, Llama 3
@@ -118,6 +154,18 @@ static void llama_3_2_1b_shape_matches_the_oracle(void **s) {
     assert_true(st.mean <= 1e-6 && st.max <= 1e-5);
     assert_true(st.max_abs_diff <= 1e-3 * st.spread);
     assert_int_equal(st.top1_mismatches, 0);
+    fe_causal_destroy(m);
+    /* the same with bf16 dot products in the prompt's GEMMs, as `ferrum generate` runs it */
+    prefill_dot = FE_PREFILL_DOT_BF16;
+    m = make(&w, 64, 16);
+    prefill_dot = FE_PREFILL_DOT_F32;
+    if (fe_causal_teacher_forced(m, toks, N, got) != FE_OK) fail_msg("%s", fe_causal_message(m));
+    st = compare(ref, got, N, c.vocab);
+    print_message("llama-3.2-1b shape, bf16 dot products: KL mean %.3g max %.3g, max |dlogit| %.3g "
+                  "of spread %.3g, top-1 mismatches %d/%d\n", st.mean, st.max, st.max_abs_diff,
+                  st.spread, st.top1_mismatches, N);
+    assert_true(st.mean <= 1e-4 && st.max <= 1e-3);
+    assert_true(st.max_abs_diff <= 2e-2 * st.spread);
     fe_causal_destroy(m);
     free(toks), free(ref), free(got);
     fe_llama_weights_free(&w);
@@ -249,6 +297,7 @@ static void llama_does_not_grow_with_the_context(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(causal_matches_the_oracle_teacher_forced),
+        cmocka_unit_test(prefill_dot_bf16_needs_bf16_matrices),
         cmocka_unit_test(llama_3_2_1b_shape_matches_the_oracle),
         cmocka_unit_test(logits_are_deterministic_across_alternating_prompts),
         cmocka_unit_test(chat_turn_reruns_only_changed_chunks_bit_identically),

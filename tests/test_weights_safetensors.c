@@ -148,6 +148,7 @@ static void teacher_forced(const fe_llama_weights *w, const int32_t *toks, int n
     fe_causal_options o = fe_causal_options_default();
     o.max_seq_len = 128;
     o.chunk = 16;
+    o.prefill_dot = FE_PREFILL_DOT_F32; /* exact: the oracle bounds below are float32's */
     fe_causal *m = NULL;
     fe_error err = {0};
     if (fe_causal_create(dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);

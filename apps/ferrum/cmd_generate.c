@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "generate.h"
+#include "lm/causal.h"
 
 
 
@@ -25,7 +26,13 @@ static void generate_usage(FILE *f) {
             "  --prompt-len N         a random prompt of N ids (default 16 without a tokenizer)\n"
             "  --tokenizer FILE       tokenizer.json (default: the GGUF's own, or the one\n"
             "                         beside a safetensors checkpoint)\n"
-            "  --chat                 wrap the prompt in the model's chat template\n"
+            "  --chat                 wrap the prompt in the model's chat template (from the\n"
+            "                         GGUF, or tokenizer_config.json beside the checkpoint or\n"
+            "                         --tokenizer); ferrum knows ChatML and Llama 3 and says\n"
+            "                         so when the template is another (the prompt is then\n"
+            "                         used as it is)\n"
+            "  --system TEXT          the chat's system prompt (default: the template's own,\n"
+            "                         if it has one; \"\" for none)\n"
             "  --num-tokens N         tokens to generate (default 64)\n"
             "  --temperature T        0 = greedy (default 0)\n"
             "  --top-k K, --top-p P   truncate the distribution (default off)\n"
@@ -38,7 +45,12 @@ static void generate_usage(FILE *f) {
             "                         (model.safetensors, config.json) and stop\n"
             "  --check-accuracy       teacher-forced KL of the model against the float32 oracle\n"
             "  --check-determinism N  N alternated runs of two prompts, logits compared as bytes\n"
-            "  --verbose              print the graph's packaging and per-call values\n");
+            "  --verbose              print the graph's packaging and per-call values\n"
+            "  --prefill-dot bf16|f32 prefill dot products over bf16 matrices: bf16 (the default:\n"
+            "                         activations rounded to bf16, ~1.7x faster where the CPU\n"
+            "                         has AVX512_BF16, as llama.cpp does) or f32 (exact)\n"
+            "  --profile              time every step; print where a prefill chunk and a decode\n"
+            "                         step spend their time, by operator and weight\n");
 }
 
 static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -75,6 +87,7 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
         else if (!strcmp(o, "--each-step")) a->each_step = true, takes = false;
         else if (!strcmp(o, "--check-accuracy")) a->check_accuracy = true, takes = false;
         else if (!strcmp(o, "--verbose")) a->verbose = true, takes = false;
+        else if (!strcmp(o, "--profile")) a->profile = true, takes = false;
         else if (o[0] == '-' && o[1] == '-' && !v) {
             fprintf(io->err, "ferrum generate: %s needs a value (or is unknown); see --help\n", o);
             return FE_EXIT_USAGE;
@@ -82,8 +95,12 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
         else if (!strcmp(o, "--prompt-file")) a->prompt_file = v;
         else if (!strcmp(o, "--prompt-ids")) a->prompt_ids = v;
         else if (!strcmp(o, "--tokenizer")) a->tokenizer = v;
+        else if (!strcmp(o, "--system")) a->system = v;
         else if (!strcmp(o, "--write-safetensors")) a->write_safetensors = v, ok = *v != '\0';
         else if (!strcmp(o, "--dtype")) a->dtype = v, ok = !strcmp(v, "f32") || !strcmp(v, "bf16");
+        else if (!strcmp(o, "--prefill-dot"))
+            ok = !strcmp(v, "bf16") || !strcmp(v, "f32"),
+            a->prefill_dot = !strcmp(v, "bf16") ? FE_PREFILL_DOT_BF16 : FE_PREFILL_DOT_F32;
         else if (!strcmp(o, "--prompt-len")) ok = parse_i64(v, 1, 1 << 20, &a->prompt_len);
         else if (!strcmp(o, "--num-tokens")) ok = parse_i64(v, 0, 1 << 20, &a->num_tokens);
         else if (!strcmp(o, "--top-k")) ok = parse_i64(v, 0, 1 << 30, &a->top_k);
@@ -117,6 +134,10 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
     int prompts = !!a->prompt + !!a->prompt_file + !!a->prompt_ids + (a->prompt_len > 0);
     if (prompts > 1) {
         fprintf(io->err, "ferrum generate: give one of --prompt, --prompt-file, --prompt-ids, --prompt-len\n");
+        return FE_EXIT_USAGE;
+    }
+    if (a->system && !a->chat) {
+        fprintf(io->err, "ferrum generate: --system is the chat's system prompt; give --chat too\n");
         return FE_EXIT_USAGE;
     }
     if (a->write_safetensors && (prompts || a->chat || a->check_accuracy || a->check_determinism)) {

@@ -6,17 +6,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 
 #include "core/alloc.h"
 #include "generate.h"
 #include "lm/causal.h"
+#include "lm/chat_template.h"
+#include "lm/checkpoint.h"
 #include "lm/checks.h"
-#include "lm/gguf.h"
 #include "lm/mapped.h"
 #include "lm/oracle.h"
-#include "lm/safetensors.h"
 #include "lm/safetensors_write.h"
 #include "lm/tokenizer.h"
 
@@ -45,11 +44,6 @@ typedef struct streamer {
 
 static double secs(uint64_t a, uint64_t b) { return (double)(b - a) / 1e9; }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcasecmp(s + n - k, suffix) == 0;
-}
-
 static size_t tensor_bytes(const fe_tensor *t) {
     return t->data ? fe_dtype_bytes(t->dtype, fe_tensor_numel(t)) : 0;
 }
@@ -71,46 +65,6 @@ static int fail(const fe_cli_io *io, const char *what, const char *msg) {
     return FE_EXIT_FAILURE;
 }
 
-/* dir/name for the folder a checkpoint path names (itself when it is a folder, else the
- * folder holding the file). fe_malloc'd; NULL when out of memory. */
-static char *beside(const char *model, const char *name) {
-    size_t n = strlen(model);
-    if (!fe_path_is_dir(model)) {
-        const char *slash = strrchr(model, '/');
-        n = slash ? (size_t)(slash - model) : 0;
-    }
-    size_t cap = n + strlen(name) + 3;
-    char *p = fe_malloc(cap);
-    if (p) snprintf(p, cap, "%.*s/%s", (int)n, n ? model : ".", name);
-    return p;
-}
-
-/* A Hugging Face checkpoint: config.json from its folder, the weights mapped, tokenizer.json
- * from its folder when there is one and no --tokenizer. */
-static int load_safetensors(session *s, const gen_args *a, const fe_cli_io *io) {
-    fe_error err = {0};
-    char *config = beside(a->model, "config.json"), *tok = beside(a->model, "tokenizer.json");
-    int code = FE_EXIT_FAILURE;
-    if (!config || !tok) {
-        fail(io, "out of memory", "");
-    } else if (fe_lm_config_from_json_file(config, &s->cfg, &err) != FE_OK) {
-        fail(io, config, err.message);
-    } else {
-        fprintf(io->err, "ferrum: mapping %s...\n", a->model);
-        if (fe_safetensors_open(a->model, &s->st, &err) != FE_OK ||
-            fe_llama_weights_from_safetensors(s->st, &s->cfg, &s->w, &err) != FE_OK)
-            fail(io, a->model, err.message);
-        else if (!a->tokenizer && fe_path_is_file(tok) &&
-                 fe_tokenizer_load_json(tok, &s->tok, &err) != FE_OK)
-            fail(io, tok, err.message);
-        else
-            code = FE_EXIT_OK;
-    }
-    fe_free(config);
-    fe_free(tok);
-    return code;
-}
-
 static int load(session *s, const gen_args *a, const fe_cli_io *io) {
     fe_error err = {0};
     if (a->random_weights) {
@@ -122,49 +76,86 @@ static int load(session *s, const gen_args *a, const fe_cli_io *io) {
                 a->model, (unsigned long long)a->random_seed);
         if (fe_llama_weights_random(&s->cfg, dt, a->random_seed, &s->w, &err) != FE_OK)
             return fail(io, "random weights", err.message);
-    } else if (ends_with(a->model, ".gguf")) {
-        fprintf(io->err, "ferrum: mapping %s...\n", a->model);
-        if (fe_gguf_open(a->model, &s->gguf, &err) != FE_OK ||
-            fe_lm_config_from_gguf(s->gguf, &s->cfg, &err) != FE_OK ||
-            fe_llama_weights_from_gguf(s->gguf, &s->cfg, &s->w, &err) != FE_OK)
-            return fail(io, a->model, err.message);
-        if (!a->tokenizer && fe_tokenizer_from_gguf(s->gguf, &s->tok, &err) != FE_OK)
-            return fail(io, "the GGUF's tokenizer", err.message);
-    } else if (fe_path_is_dir(a->model) || ends_with(a->model, ".safetensors") ||
-               ends_with(a->model, ".safetensors.index.json")) {
-        int code = load_safetensors(s, a, io);
-        if (code != FE_EXIT_OK) return code;
-    } else {
+    } else if (!fe_checkpoint_path_ok(a->model)) {
         return fail(io, a->model, "not a .gguf or .safetensors file, an index or a folder; "
                     "ferrum generate reads GGUF and Hugging Face safetensors checkpoints, or "
                     "shapes (a preset or config.json) with --random-weights");
+    } else {
+        fprintf(io->err, "ferrum: mapping %s...\n", a->model);
+        if (fe_checkpoint_open(a->model, false, &s->gguf, &s->st, &s->cfg, &s->w, &err) != FE_OK)
+            return fail(io, a->model, err.message);
+        if (!a->tokenizer && s->gguf && fe_tokenizer_from_gguf(s->gguf, &s->tok, &err) != FE_OK)
+            return fail(io, "the GGUF's tokenizer", err.message);
+        /* a Hugging Face checkpoint's tokenizer.json, from its folder when there is one */
+        char *tok = s->st && !a->tokenizer ? fe_checkpoint_beside(a->model, "tokenizer.json") : NULL;
+        fe_status st = tok && fe_path_is_file(tok) ? fe_tokenizer_load_json(tok, &s->tok, &err) : FE_OK;
+        int code = st == FE_OK ? FE_EXIT_OK : fail(io, tok, err.message);
+        fe_free(tok);
+        if (code != FE_EXIT_OK) return code;
     }
     if (a->tokenizer && fe_tokenizer_load_json(a->tokenizer, &s->tok, &err) != FE_OK)
         return fail(io, a->tokenizer, err.message);
     return FE_EXIT_OK;
 }
 
-/* The chat templates ferrum knows: ChatML (SmolLM2) and Llama 3. */
-static const char *chat_template(const session *s, const fe_cli_io *io, bool *chatml) {
-    const char *tpl = NULL;
-    size_t len = 0;
-    if (s->gguf) fe_gguf_get_str(fe_gguf_find(s->gguf, "tokenizer.chat_template"), &tpl, &len, NULL);
-    bool im = s->tok && fe_tokenizer_find(s->tok, "<|im_start|>", 12) >= 0;
-    bool l3 = s->tok && fe_tokenizer_find(s->tok, "<|start_header_id|>", 19) >= 0;
-    if (tpl && len) {
-        im = im && memmem(tpl, len, "<|im_start|>", 12);
-        l3 = l3 && memmem(tpl, len, "<|start_header_id|>", 19);
+/* Where the chat template comes from: tokenizer_config.json beside the tokenizer given (or
+ * beside a safetensors checkpoint), else the GGUF's metadata. FE_E_NOTFOUND when there is
+ * none. */
+static fe_status read_chat_template(const session *s, const gen_args *a, fe_chat_template *t,
+                                    char *where, size_t n, fe_error *err) {
+    char *path = a->tokenizer ? fe_checkpoint_beside(a->tokenizer, "tokenizer_config.json")
+                 : s->st      ? fe_checkpoint_beside(a->model, "tokenizer_config.json")
+                              : NULL;
+    fe_status st = FE_E_NOTFOUND;
+    if (path && fe_path_is_file(path)) {
+        snprintf(where, n, "%s", path);
+        st = fe_chat_template_from_tokenizer_config_file(path, t, err);
+    } else if (s->gguf) {
+        snprintf(where, n, "%s (tokenizer.chat_template)", a->model);
+        st = fe_chat_template_from_gguf(s->gguf, t, err);
     }
-    *chatml = im;
-    if (im)
-        return "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-               "Face<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n";
-    if (l3)
-        return "<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|><|start_header_id|>"
-               "assistant<|end_header_id|>\n\n";
-    fprintf(io->err, "ferrum: the model's chat template is not one ferrum knows (ChatML, Llama 3); "
-                     "using the prompt as it is\n");
-    return NULL;
+    fe_free(path);
+    return st;
+}
+
+static bool has_token(const session *s, const char *text) {
+    return text && fe_tokenizer_find(s->tok, text, strlen(text)) >= 0;
+}
+
+/* The chat template for --chat, said on stderr: the checkpoint's when ferrum knows it (ChatML,
+ * Llama 3) and the tokenizer has its special tokens; without a template (or with one that
+ * cannot be read), the format whose special tokens the tokenizer has; otherwise none
+ * (FE_CHAT_UNKNOWN: the prompt is used as it is). */
+static void chat_template(const session *s, const gen_args *a, const fe_cli_io *io,
+                          fe_chat_template *t) {
+    fe_error err = {0};
+    char where[1100];
+    fe_status st = read_chat_template(s, a, t, where, sizeof where, &err);
+    if (st == FE_OK && t->format == FE_CHAT_UNKNOWN) {
+        fprintf(io->err, "ferrum: the chat template in %s is not one ferrum knows (ChatML, "
+                "Llama 3); using the prompt as it is\n", where);
+    } else if (st == FE_OK && !has_token(s, fe_chat_start_marker(t->format))) {
+        fprintf(io->err, "ferrum: the chat template in %s is %s, but the tokenizer has no %s "
+                "token; using the prompt as it is\n", where, fe_chat_format_name(t->format),
+                fe_chat_start_marker(t->format));
+        fe_chat_template_deinit(t);
+    } else if (st == FE_OK) {
+        fprintf(io->err, "ferrum: chat template %s, from %s%s\n", fe_chat_format_name(t->format),
+                where, t->default_system && !a->system ? ", with its default system prompt" : "");
+    } else {
+        if (st != FE_E_NOTFOUND) fprintf(io->err, "ferrum: %s; ignoring it\n", err.message);
+        fe_chat_template_deinit(t);
+        t->format = has_token(s, "<|im_start|>")          ? FE_CHAT_CHATML
+                    : has_token(s, "<|start_header_id|>") ? FE_CHAT_LLAMA3
+                                                          : FE_CHAT_UNKNOWN;
+        if (t->format != FE_CHAT_UNKNOWN)
+            fprintf(io->err, "ferrum: no chat template in the checkpoint; the tokenizer has %s's "
+                    "special tokens, so using %s\n", fe_chat_format_name(t->format),
+                    fe_chat_format_name(t->format));
+        else
+            fprintf(io->err, "ferrum: no chat template in the checkpoint, and the tokenizer has "
+                    "neither ChatML's nor Llama 3's special tokens; using the prompt as it is\n");
+    }
 }
 
 static char *read_file(const char *path, size_t *len) {
@@ -197,23 +188,23 @@ static int make_prompt(session *s, const gen_args *a, const fe_cli_io *io) {
         if (a->prompt_file && !text) return fail(io, a->prompt_file, "cannot be read");
         const char *raw = a->prompt ? a->prompt : text;
         char *full = NULL;
-        bool chatml = false;
-        const char *tpl = a->chat ? chat_template(s, io, &chatml) : NULL;
-        if (tpl) {
-            size_t n = strlen(tpl) + strlen(raw) + 1;
-            full = fe_malloc(n);
-            if (full) snprintf(full, n, tpl, raw);
-            if (chatml) {
-                int32_t im_end = fe_tokenizer_find(s->tok, "<|im_end|>", 10);
-                if (im_end >= 0 && s->n_stop < 3) s->stop[s->n_stop++] = im_end;
+        fe_chat_template tpl = {0};
+        if (a->chat) chat_template(s, a, io, &tpl);
+        if (tpl.format != FE_CHAT_UNKNOWN) {
+            if (fe_chat_template_apply(&tpl, a->system, raw, &full, &err) != FE_OK) {
+                fe_chat_template_deinit(&tpl);
+                fe_free(text);
+                return fail(io, "applying the chat template", err.message);
             }
-            int32_t eot = fe_tokenizer_find(s->tok, "<|eot_id|>", 10);
-            if (eot >= 0 && s->n_stop < 3) s->stop[s->n_stop++] = eot;
+            const char *end = fe_chat_end_marker(tpl.format);
+            int32_t id = fe_tokenizer_find(s->tok, end, strlen(end));
+            if (id >= 0 && s->n_stop < 3) s->stop[s->n_stop++] = id;
         }
         const char *use = full ? full : raw;
         size_t n_ids = 0;
         fe_status st = fe_tokenizer_encode_alloc(s->tok, use, strlen(use), fe_tokenizer_add_bos(s->tok),
-                                                 tpl != NULL, &s->ids, &n_ids, &err);
+                                                 full != NULL, &s->ids, &n_ids, &err);
+        fe_chat_template_deinit(&tpl);
         fe_free(full);
         fe_free(text);
         if (st != FE_OK) return fail(io, "encoding the prompt", err.message);
@@ -365,6 +356,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
     co.seed = a->seed;
     co.packaging = a->each_step ? FE_PACK_EACH_STEP : FE_PACK_AUTO;
     co.verbose = a->verbose;
+    co.prefill_dot = a->prefill_dot;
     if (fe_causal_create(s.dev, &s.w, &co, &s.m, &err) != FE_OK) {
         fail(io, "building the model", err.message);
         goto done;
@@ -373,6 +365,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
     int32_t *grown = fe_realloc(s.ids, (size_t)s.cap_ids * sizeof *s.ids);
     if (!grown) goto done;
     s.ids = grown;
+    if (a->profile) fe_graph_set_profiling(fe_causal_graph(s.m), true);
     uint64_t t1 = fe_time_ns();
     int64_t n_prompt = s.n_ids;
     int32_t next;
@@ -414,6 +407,10 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
             (long long)(st.made > 1 ? st.made - 1 : 0),
             st.made > 1 ? (double)(st.made - 1) / secs(t2, t3) : 0.0, (double)ru.ru_maxrss / 1024,
             (double)wb / 1048576, s.gguf || s.st ? "mapped" : "in memory", (double)cache / 1048576);
+    if (a->profile) {
+        fe_graph_set_profiling(fe_causal_graph(s.m), false);
+        fe_graph_write_profile(fe_causal_graph(s.m), io->err);
+    }
     if (a->check_accuracy) check_accuracy(&s, io);
     if (a->check_determinism) check_determinism(&s, a->check_determinism, io);
     code = FE_EXIT_OK;

@@ -52,7 +52,9 @@ FE_API void fe_graph_destroy(fe_graph *g);
 /* The message of the last failed call on the graph; "" when none. Borrowed. */
 FE_API const char *fe_graph_message(const fe_graph *g);
 /* Names a weight (`layers.3.q`) the body may read with fe_weight. The tensor's memory is
- * borrowed: it must outlive the graph and not change between compile and call. */
+ * borrowed: it must outlive the graph and not change between compile and call. Its data
+ * may be NULL (an unread weight: shape and dtype only): the graph then traces, compiles and
+ * draws, and every call is refused with FE_E_STATE naming the weight. */
 FE_API fe_status fe_graph_set_weight(fe_graph *g, const char *path, fe_tensor w);
 
 /* ---- tracing: called from a body ---- */

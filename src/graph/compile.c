@@ -62,9 +62,11 @@ const char *fe_graph_message(const fe_graph *g) { return g->err.message; }
 fe_status fe_graph_set_weight(fe_graph *g, const char *path, fe_tensor w) {
     if (!path || !*path || strlen(path) >= sizeof g->weights[0].path)
         return fe_error_set(&g->err, FE_E_INVALID, "weight path must be 1..95 characters");
-    if (!w.data || w.rank < 1 || w.rank > FE_MAX_RANK || !fe_dtype_info(w.dtype))
-        return fe_error_set(&g->err, FE_E_INVALID, "weight \"%s\": give data, a dtype and rank "
-                            "1..%d", path, FE_MAX_RANK);
+    /* data may be NULL: an unread weight (shape and dtype only) traces and compiles, and
+     * the graph refuses calls until it has data */
+    if (w.rank < 1 || w.rank > FE_MAX_RANK || !fe_dtype_info(w.dtype))
+        return fe_error_set(&g->err, FE_E_INVALID, "weight \"%s\": give a dtype and rank 1..%d",
+                            path, FE_MAX_RANK);
     for (int i = 0; i < g->n_weights; i++)
         if (strcmp(g->weights[i].path, path) == 0) {
             if (g->n_versions)

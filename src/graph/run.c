@@ -205,6 +205,12 @@ static fe_status prepare(fe_graph *g, const fe_named_tensor *inputs, int n_input
         if (!inputs[i].t.data)
             return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": input \"%s\" has no data",
                                 g->name, inputs[i].name);
+    for (int i = 0; i < g->n_weights; i++)
+        if (!g->weights[i].t.data)
+            return fe_error_set(&g->err, FE_E_STATE, "graph \"%s\": weight \"%s\" has no data "
+                                "(unread weights: the graph traces, compiles and draws but "
+                                "cannot be called); give the weights' data to call it",
+                                g->name, g->weights[i].path);
     return set_words(g, words, n_words, reference);
 }
 

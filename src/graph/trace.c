@@ -136,7 +136,9 @@ fe_h fe_weight(fe_trace *t, const char *path) {
         if (g != t->g) {
             int j = -1;
             for (int k = 0; k < t->g->n_weights && j < 0; k++)
-                if (t->g->weights[k].t.data == w->data) j = k;
+                if (w->data ? t->g->weights[k].t.data == w->data
+                            : strcmp(t->g->weights[k].path, path) == 0)
+                    j = k;
             if (j < 0 && fe_graph_set_weight(t->g, path, *w) == FE_OK) j = t->g->n_weights - 1;
             if (j < 0) {
                 fe_trace_fail(t, FE_E_NOMEM, "out of memory adding weight \"%s\"", path);

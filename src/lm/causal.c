@@ -16,6 +16,7 @@ struct fe_causal {
     fe_device *dev;
     const fe_llama_weights *w;
     fe_causal_options o;
+    bool prefill_bf16;  /* the prefill GEMMs use act_bf16 (o.prefill_dot resolved) */
     fe_graph *g;
     float *rope;        /* (max_seq_len, head_dim): cos then sin of the head_dim/2 angles */
     int32_t *chunk;     /* (C) the prefill input */
@@ -52,37 +53,50 @@ static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
     return fe_weight(t, path);
 }
 
+/* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), and whether the
+ * chunk's GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16) */
+typedef struct { bool decode, act_bf16; } mm_mode;
+
+/* a GEMM C = epilogue(A B^T) with the mode's act_bf16 and up to one more setting */
+static fe_h gemm(fe_trace *t, mm_mode mm, fe_h *in, int n_in, const fe_setting *extra) {
+    fe_setting s[2] = {{"act_bf16", 1}};
+    int n = mm.act_bf16 ? 1 : 0;
+    if (extra) s[n++] = *extra;
+    return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
+}
+
 /* y = x W^T: a GEMM over the rows of a chunk, a GEMV for the one row of a decode step */
-static fe_h project(fe_trace *t, bool decode, fe_h x, fe_h w) {
-    if (decode) {
+static fe_h project(fe_trace *t, mm_mode mm, fe_h x, fe_h w) {
+    if (mm.decode) {
         fe_h in[2] = {w, x};
         return fe_apply(t, "GEMV", in, 2, NULL, 0, NULL, 0);
     }
-    return apply(t, "GEMM", x, w);
+    fe_h in[2] = {x, w};
+    return gemm(t, mm, in, 2, NULL);
 }
 
 /* x + o W^T (the residual folded into the product) */
-static fe_h project_add(fe_trace *t, bool decode, fe_h o, fe_h w, fe_h x) {
-    if (decode) {
+static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
+    if (mm.decode) {
         fe_h in[4] = {w, o, FE_NO_TENSOR, x};
         fe_setting epi = {"epilogue", 3}; /* residual */
         return fe_apply(t, "GEMV", in, 4, &epi, 1, NULL, 0);
     }
     fe_h in[4] = {o, w, FE_NO_TENSOR, x};
-    return fe_apply(t, "GEMM", in, 4, NULL, 0, NULL, 0);
+    return gemm(t, mm, in, 4, NULL);
 }
 
 /* silu(h Wg^T) * (h Wu^T) */
-static fe_h gated(fe_trace *t, bool decode, fe_h h, fe_h wg, fe_h wu) {
-    if (decode) {
+static fe_h gated(fe_trace *t, mm_mode mm, fe_h h, fe_h wg, fe_h wu) {
+    if (mm.decode) {
         fe_h in[3] = {wg, h, wu};
         fe_setting epi = {"epilogue", 2}; /* swiglu */
         return fe_apply(t, "GEMV", in, 3, &epi, 1, NULL, 0);
     }
     fe_setting act = {"activation", 1}; /* silu */
-    fe_h in[2] = {h, wg};
-    fe_h g = fe_apply(t, "GEMM", in, 2, &act, 1, NULL, 0);
-    return apply(t, "ElementwiseMul", g, apply(t, "GEMM", h, wu));
+    fe_h gin[2] = {h, wg}, uin[2] = {h, wu};
+    fe_h g = gemm(t, mm, gin, 2, &act);
+    return apply(t, "ElementwiseMul", g, gemm(t, mm, uin, 2, NULL));
 }
 
 static fe_status causal_body(fe_trace *t, const void *model) {
@@ -92,6 +106,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens");
+    mm_mode mm = {decode, !decode && m->prefill_bf16};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
     fe_h ids = decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
@@ -105,9 +120,9 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     for (int64_t l = 0; l < c->n_layers; l++) {
         /* attention */
         fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), c->rms_eps);
-        fe_h q = fe_reshape(t, project(t, decode, h, layer_weight(t, l, "wq")), 3, qs);
-        fe_h k = fe_reshape(t, project(t, decode, h, layer_weight(t, l, "wk")), 3, ks);
-        fe_h v = fe_reshape(t, project(t, decode, h, layer_weight(t, l, "wv")), 3, ks);
+        fe_h q = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wq")), 3, qs);
+        fe_h k = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wk")), 3, ks);
+        fe_h v = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wv")), 3, ks);
         fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
         q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
         k = fe_apply(t, "RoPE", kr, 2, &form, 1, &at, 1);
@@ -122,11 +137,11 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_value_set off = {"q_offset", pos};
         fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
         int64_t flat[2] = {C, c->n_heads * hd};
-        x = project_add(t, decode, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
+        x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
         /* feed-forward */
         h = rmsnorm(t, x, layer_weight(t, l, "ffn_norm"), c->rms_eps);
-        fe_h a = gated(t, decode, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
-        x = project_add(t, decode, a, layer_weight(t, l, "w_down"), x);
+        fe_h a = gated(t, mm, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
+        x = project_add(t, mm, a, layer_weight(t, l, "w_down"), x);
     }
     /* the last row alone goes to the head */
     fe_h last = decode ? x : fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
@@ -214,6 +229,19 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
     if (m->o.max_seq_len <= 0) m->o.max_seq_len = c->max_context > 0 && c->max_context < 4096 ? c->max_context : 4096;
     if (m->o.chunk <= 0) m->o.chunk = 256;
     if (m->o.chunk > m->o.max_seq_len) m->o.chunk = m->o.max_seq_len;
+    bool all_bf16 = true; /* act_bf16 needs every layer matrix in bf16 */
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
+    }
+    if (m->o.prefill_dot == FE_PREFILL_DOT_BF16 && !all_bf16) {
+        fe_causal_destroy(m);
+        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in bf16 need every layer matrix "
+                            "in bf16; this model's are %s: use f32 dot products (the default for it)",
+                            fe_dtype_info(w->layers[0].wq.dtype)->name);
+    }
+    m->prefill_bf16 = all_bf16 && m->o.prefill_dot != FE_PREFILL_DOT_F32;
     fe_status st = FE_OK;
     if (c->max_context > 0 && m->o.max_seq_len > c->max_context)
         st = fe_error_set(err, FE_E_INVALID, "max_seq_len %lld exceeds the model's context of %lld; "

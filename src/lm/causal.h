@@ -18,6 +18,11 @@ typedef struct fe_causal_options {
     uint64_t seed;
     fe_packaging packaging;
     bool verbose;        /* print each version's packaging and per-call values */
+    /* Prefill dot products over bf16 matrices: AUTO (the default) rounds the activations to
+     * bf16 and multiplies with bf16 dot products (GEMM act_bf16: about 1.7x the f32 path on
+     * AVX512_BF16, as llama.cpp computes; KL to the f32 oracle ~1e-4) ; F32 keeps them f32
+     * (exact to the oracle). Other weight dtypes and the decode step always use f32. */
+    enum { FE_PREFILL_DOT_AUTO = 0, FE_PREFILL_DOT_F32, FE_PREFILL_DOT_BF16 } prefill_dot;
 } fe_causal_options;
 
 fe_causal_options fe_causal_options_default(void);

@@ -4,7 +4,12 @@
  * there: every read asks for its bytes first, and every count is bounded by the bytes left
  * before anything is allocated for it, so a header that lies costs an error, not memory.
  * Then the data section is checked as a whole (alignment, range, overlap) and the lookup
- * indexes are sorted. Values are read byte by byte as little-endian. */
+ * indexes are sorted. Values are read byte by byte as little-endian.
+ *
+ * Opened header-only, the same checks run except the one that places the data against the
+ * file's end: offsets are still checked for alignment and overlap (relative to the data
+ * section, bounded at 2^62 bytes), no byte past the tensor table is read, and every
+ * tensor's data is NULL. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,11 +301,23 @@ static fe_status read_tensor(cur *c, fe_gguf *g, size_t i) {
     return FE_OK;
 }
 
-/* Places every tensor's data: inside the file, after the header, without overlaps. */
+/* Largest data section a header-only open accepts (it has no file end to check against). */
+#define HEADER_ONLY_MAX_DATA ((uint64_t)1 << 62)
+
+/* Places every tensor's data: inside the file (header-only: within 2^62 bytes), after the
+ * header, without overlaps. */
 static fe_status check_data(cur *c, fe_gguf *g) {
     size_t start = c->off + (g->alignment - c->off % g->alignment) % g->alignment;
     for (size_t i = 0; i < g->n_tensors; i++) {
         fe_gguf_tensor *t = &g->tensors[i];
+        if (g->header_only) {
+            if (t->offset > HEADER_ONLY_MAX_DATA || t->n_bytes > HEADER_ONLY_MAX_DATA - t->offset)
+                return fail(c, "tensor %s: data [%llu, +%zu) reaches past 2^62 bytes; %s",
+                            t->name, (unsigned long long)t->offset, t->n_bytes, FIX);
+            t->offset += start;
+            t->data = NULL;
+            continue;
+        }
         if (start > c->n || t->offset > c->n - start || t->n_bytes > c->n - start - t->offset)
             return fail(c, "tensor %s: data [%llu, +%zu) from the data section at %zu runs past "
                         "the end of the file (%zu bytes); %s", t->name,
@@ -381,13 +398,14 @@ static fe_status open_mapped(fe_gguf *g, fe_gguf **out, fe_error *err) {
     return FE_OK;
 }
 
-fe_status fe_gguf_open(const char *path, fe_gguf **out, fe_error *err) {
+static fe_status open_file(const char *path, bool header_only, fe_gguf **out, fe_error *err) {
     *out = NULL;
     fe_gguf *g = fe_calloc(1, sizeof *g);
     if (!g || !(g->path = fe_strdup(path))) {
         fe_free(g);
         return fe_error_set(err, FE_E_NOMEM, "%s: out of memory", path);
     }
+    g->header_only = header_only;
     fe_status st = fe_mapped_open(path, &g->map, err);
     if (st) {
         fe_gguf_close(g);
@@ -396,16 +414,35 @@ fe_status fe_gguf_open(const char *path, fe_gguf **out, fe_error *err) {
     return open_mapped(g, out, err);
 }
 
-fe_status fe_gguf_open_memory(const void *data, size_t size, const char *name, fe_gguf **out,
-                              fe_error *err) {
+static fe_status open_memory(const void *data, size_t size, const char *name, bool header_only,
+                             fe_gguf **out, fe_error *err) {
     *out = NULL;
     fe_gguf *g = fe_calloc(1, sizeof *g);
     if (!g || !(g->path = fe_strdup(name ? name : "(memory)"))) {
         fe_free(g);
         return fe_error_set(err, FE_E_NOMEM, "%s: out of memory", name ? name : "(memory)");
     }
+    g->header_only = header_only;
     fe_mapped_borrow(data, size, &g->map);
     return open_mapped(g, out, err);
+}
+
+fe_status fe_gguf_open(const char *path, fe_gguf **out, fe_error *err) {
+    return open_file(path, false, out, err);
+}
+
+fe_status fe_gguf_open_header(const char *path, fe_gguf **out, fe_error *err) {
+    return open_file(path, true, out, err);
+}
+
+fe_status fe_gguf_open_memory(const void *data, size_t size, const char *name, fe_gguf **out,
+                              fe_error *err) {
+    return open_memory(data, size, name, false, out, err);
+}
+
+fe_status fe_gguf_open_memory_header(const void *data, size_t size, const char *name,
+                                     fe_gguf **out, fe_error *err) {
+    return open_memory(data, size, name, true, out, err);
 }
 
 void fe_gguf_close(fe_gguf *g) {
@@ -428,3 +465,4 @@ const char *fe_gguf_path(const fe_gguf *g) { return g->path; }
 uint32_t fe_gguf_version(const fe_gguf *g) { return g->version; }
 size_t fe_gguf_alignment(const fe_gguf *g) { return g->alignment; }
 size_t fe_gguf_size(const fe_gguf *g) { return g->map.size; }
+bool fe_gguf_header_only(const fe_gguf *g) { return g->header_only; }

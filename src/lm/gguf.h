@@ -67,7 +67,8 @@ typedef struct fe_gguf_tensor {
     int64_t n_elements;
     uint64_t offset;  /* of the data, in bytes from the start of the file */
     size_t n_bytes;   /* of the data */
-    const void *data; /* into the mapping, aligned to the file's alignment from its start */
+    const void *data; /* into the mapping, aligned to the file's alignment from its start;
+                       * NULL when the file was opened header-only */
 } fe_gguf_tensor;
 
 /* Maps and checks the GGUF file at `path`. On success *out is a new reader the caller
@@ -81,6 +82,15 @@ fe_status fe_gguf_open(const char *path, fe_gguf **out, fe_error *err);
 fe_status fe_gguf_open_memory(const void *data, size_t size, const char *name, fe_gguf **out,
                               fe_error *err);
 
+/* fe_gguf_open / fe_gguf_open_memory reading the header alone, for tracing a model
+ * without its weights: metadata and the tensor table (names, types, shapes, sizes,
+ * offsets) are checked as above, offsets for alignment and overlap within 2^62 bytes, but
+ * nothing past the tensor table is read or required — a file whose data section is
+ * truncated or missing opens — and every tensor's data is NULL. */
+fe_status fe_gguf_open_header(const char *path, fe_gguf **out, fe_error *err);
+fe_status fe_gguf_open_memory_header(const void *data, size_t size, const char *name,
+                                     fe_gguf **out, fe_error *err);
+
 /* Unmaps and frees. NULL allowed. Every pointer obtained from `g` dies here. */
 void fe_gguf_close(fe_gguf *g);
 
@@ -90,6 +100,8 @@ const char *fe_gguf_path(const fe_gguf *g);
 uint32_t fe_gguf_version(const fe_gguf *g);
 size_t fe_gguf_alignment(const fe_gguf *g);
 size_t fe_gguf_size(const fe_gguf *g);
+/* Whether `g` was opened header-only (its tensors' data are NULL). */
+bool fe_gguf_header_only(const fe_gguf *g);
 
 /* ---- metadata ---- */
 

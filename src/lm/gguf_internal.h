@@ -2,7 +2,8 @@
  * gguf_meta.c (metadata getters, tensor lookup). Not for use outside src/lm/gguf*.
  *
  * Invariant kept by gguf.c: after a successful open every kv's value bytes, every string
- * array element and every tensor's data lie inside the mapping, keys and tensor names are
+ * array element and every tensor's data (unless opened header-only: data NULL) lie inside
+ * the mapping, keys and tensor names are
  * unique, and the `by_key` / `by_name` indexes are sorted with strcmp. */
 #ifndef FE_LM_GGUF_INTERNAL_H
 #define FE_LM_GGUF_INTERNAL_H
@@ -24,6 +25,7 @@ struct fe_gguf_kv {
 struct fe_gguf {
     char *path;
     fe_mapped map;
+    bool header_only; /* opened header-only: tensors' data are NULL, the data section unread */
     uint32_t version;
     size_t alignment;
     size_t n_kv;

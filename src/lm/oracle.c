@@ -73,6 +73,8 @@ fe_status fe_oracle_logits(const fe_llama_weights *w, const int32_t *tokens, int
     const fe_lm_config *c = &w->cfg;
     int64_t d = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, f = c->ffn;
     int64_t qd = nh * hd, kvd = nkv * hd, widest = d > f ? d : f;
+    fe_status ok = fe_llama_weights_check_read(w, "the oracle", err);
+    if (ok != FE_OK) return ok;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= c->vocab)
             return fe_error_set(err, FE_E_BOUNDS, "oracle: token %d at position %d is outside the "

@@ -7,7 +7,8 @@
 #include "lm/weights.h"
 
 /* Teacher-forced logits for tokens[0..n): logits[i * vocab + v] is the model's score for
- * token v following tokens[0..i]. logits is caller-owned (n * vocab floats). */
+ * token v following tokens[0..i]. logits is caller-owned (n * vocab floats). FE_E_STATE for
+ * unread weights (weights.h). */
 fe_status fe_oracle_logits(const fe_llama_weights *w, const int32_t *tokens, int n,
                            float *logits, fe_error *err);
 

@@ -5,7 +5,9 @@
  * through the hook) and dropped once its entries are checked and copied; what stays is
  * the mapping, a tensor table in (shard, offset) order and a name index sorted with
  * strcmp. Invariant after a successful open: every tensor's data lies inside its shard's
- * mapping, no two overlap, names are unique. */
+ * mapping, no two overlap, names are unique. Opened header-only, each shard's data section
+ * is neither read nor required to be there: offsets are checked against each other (sizes,
+ * overlaps) but not against the file's end, and every tensor's data is NULL. */
 #include "lm/safetensors.h"
 
 #include <stdlib.h>
@@ -32,6 +34,7 @@ struct fe_safetensors {
     fe_st_tensor *tensors;
     size_t n, cap;
     const fe_st_tensor **by_name;
+    bool header_only;
 };
 
 typedef struct st_dtype {
@@ -72,9 +75,10 @@ static bool get_uint(json_t *v, int64_t hi, int64_t *out) {
     return true;
 }
 
-/* Checks and appends one header entry. */
+/* Checks and appends one header entry; its data starts data_at bytes into the file, whose
+ * data section (after the header) is data_size bytes long. */
 static fe_status add_entry(fe_safetensors *st, const shard *sh, const char *name, json_t *e,
-                           const unsigned char *base, size_t data_size, fe_error *err) {
+                           size_t data_at, size_t data_size, fe_error *err) {
     const char *f = sh->path;
     if (!*name) return bad(err, f, "(empty name)", "tensor names must not be empty");
     if (!json_is_object(e)) return bad(err, f, name, "its entry is not a JSON object");
@@ -117,7 +121,7 @@ static fe_status add_entry(fe_safetensors *st, const shard *sh, const char *name
     if (!get_uint(json_array_get(offs, 0), INT64_MAX, &b) ||
         !get_uint(json_array_get(offs, 1), INT64_MAX, &end) || b > end)
         return bad(err, f, name, "data_offsets must be integers with 0 <= begin <= end");
-    if ((uint64_t)end > data_size)
+    if (!st->header_only && (uint64_t)end > data_size)
         return fe_error_set(err, FE_E_FORMAT, "%s: tensor %s: data [%lld, %lld) runs past the "
                             "%zu bytes of data in the file; %s", f, name, (long long)b,
                             (long long)end, data_size, FIX);
@@ -125,7 +129,8 @@ static fe_status add_entry(fe_safetensors *st, const shard *sh, const char *name
         return fe_error_set(err, FE_E_FORMAT, "%s: tensor %s: %lld elements of %s take %zu "
                             "bytes but data_offsets span %lld; %s", f, name, (long long)n,
                             d->name, t.n_bytes, (long long)(end - b), FIX);
-    t.data = base + b;
+    t.offset = (uint64_t)data_at + (uint64_t)b; /* < 2^63 + 100 MiB: no overflow */
+    t.data = st->header_only ? NULL : sh->map.data + t.offset;
     char *copy = fe_strdup(name);
     if (!copy) return nomem(err, f);
     t.name = copy;
@@ -133,10 +138,9 @@ static fe_status add_entry(fe_safetensors *st, const shard *sh, const char *name
     return FE_OK;
 }
 
-static int cmp_data(const void *a, const void *b) {
-    const fe_st_tensor *x = a, *y = b;
-    const char *p = x->data, *q = y->data; /* both in one shard's mapping */
-    return p < q ? -1 : p > q;
+static int cmp_offset(const void *a, const void *b) {
+    const fe_st_tensor *x = a, *y = b; /* both in one shard */
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 static fe_status parse_shard(fe_safetensors *st, const shard *sh, fe_error *err) {
@@ -167,22 +171,22 @@ static fe_status parse_shard(fe_safetensors *st, const shard *sh, fe_error *err)
                     s = fe_error_set(err, FE_E_FORMAT, "%s: __metadata__ is not an object; %s",
                                      f, FIX);
             } else {
-                s = add_entry(st, sh, key, val, m->data + 8 + hn, m->size - 8 - (size_t)hn, err);
+                s = add_entry(st, sh, key, val, 8 + (size_t)hn, m->size - 8 - (size_t)hn, err);
             }
             if (s) break;
         }
     json_decref(root);
     if (s) return s;
-    if (st->n > first) qsort(st->tensors + first, st->n - first, sizeof *st->tensors, cmp_data);
+    if (st->n > first) qsort(st->tensors + first, st->n - first, sizeof *st->tensors, cmp_offset);
     const fe_st_tensor *last = NULL; /* the non-empty tensor reaching furthest so far */
     for (size_t i = first; i < st->n; i++) {
         const fe_st_tensor *t = &st->tensors[i];
         if (!t->n_bytes) continue;
-        const char *lend = last ? (const char *)last->data + last->n_bytes : NULL;
-        if (last && lend > (const char *)t->data)
+        uint64_t lend = last ? last->offset + last->n_bytes : 0;
+        if (last && lend > t->offset)
             return fe_error_set(err, FE_E_FORMAT, "%s: tensors %s and %s overlap; %s", f,
                                 last->name, t->name, FIX);
-        if (!last || (const char *)t->data + t->n_bytes > lend) last = t;
+        if (!last || t->offset + t->n_bytes > lend) last = t;
     }
     return FE_OK;
 }
@@ -213,9 +217,10 @@ static fe_status load(fe_safetensors *st, fe_error *err) {
     return FE_OK;
 }
 
-static fe_safetensors *create(size_t n_shards) {
+static fe_safetensors *create(size_t n_shards, bool header_only) {
     fe_safetensors *st = fe_calloc(1, sizeof *st);
     if (!st) return NULL;
+    st->header_only = header_only;
     st->shards = fe_calloc(n_shards, sizeof *st->shards);
     if (!st->shards) {
         fe_free(st);
@@ -261,7 +266,8 @@ static fe_status check_weight_map(fe_safetensors *st, json_t *wm, const char *in
     return FE_OK;
 }
 
-static fe_status open_index(const char *index, fe_safetensors **out, fe_error *err) {
+static fe_status open_index(const char *index, bool header_only, fe_safetensors **out,
+                            fe_error *err) {
     json_t *root = NULL, *wm;
     fe_status s = fe_json_load_file(index, &root, err);
     if (s) return s;
@@ -294,7 +300,7 @@ static fe_status open_index(const char *index, fe_safetensors **out, fe_error *e
         while (k < n_names && strcmp(names[k], f) != 0) k++;
         if (k == n_names) names[n_names++] = f;
     }
-    if (!(st = create(n_names))) {
+    if (!(st = create(n_names, header_only))) {
         s = nomem(err, index);
         goto done;
     }
@@ -312,9 +318,9 @@ done:
     return s;
 }
 
-static fe_status open_single(const char *path, const void *data, size_t size,
+static fe_status open_single(const char *path, const void *data, size_t size, bool header_only,
                              fe_safetensors **out, fe_error *err) {
-    fe_safetensors *st = create(1);
+    fe_safetensors *st = create(1, header_only);
     if (!st || !(st->shards[0].path = fe_strdup(path))) {
         fe_safetensors_close(st);
         return nomem(err, path);
@@ -329,11 +335,12 @@ static fe_status open_single(const char *path, const void *data, size_t size,
     return s;
 }
 
-fe_status fe_safetensors_open(const char *path, fe_safetensors **out, fe_error *err) {
+static fe_status open_path(const char *path, bool header_only, fe_safetensors **out,
+                           fe_error *err) {
     *out = NULL;
     if (!fe_path_is_dir(path)) {
-        if (ends_with(path, ".index.json")) return open_index(path, out, err);
-        return open_single(path, NULL, 0, out, err);
+        if (ends_with(path, ".index.json")) return open_index(path, header_only, out, err);
+        return open_single(path, NULL, 0, header_only, out, err);
     }
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') n--;
@@ -341,8 +348,8 @@ fe_status fe_safetensors_open(const char *path, fe_safetensors **out, fe_error *
     char *single = join(path, n, "model.safetensors");
     fe_status s;
     if (!index || !single) s = nomem(err, path);
-    else if (fe_path_is_file(index)) s = open_index(index, out, err);
-    else if (fe_path_is_file(single)) s = open_single(single, NULL, 0, out, err);
+    else if (fe_path_is_file(index)) s = open_index(index, header_only, out, err);
+    else if (fe_path_is_file(single)) s = open_single(single, NULL, 0, header_only, out, err);
     else
         s = fe_error_set(err, FE_E_NOTFOUND, "%s: the folder holds neither "
                          "model.safetensors.index.json nor model.safetensors", path);
@@ -351,11 +358,30 @@ fe_status fe_safetensors_open(const char *path, fe_safetensors **out, fe_error *
     return s;
 }
 
-fe_status fe_safetensors_open_memory(const void *data, size_t size, const char *name,
-                                     fe_safetensors **out, fe_error *err) {
+fe_status fe_safetensors_open(const char *path, fe_safetensors **out, fe_error *err) {
+    return open_path(path, false, out, err);
+}
+
+fe_status fe_safetensors_open_header(const char *path, fe_safetensors **out, fe_error *err) {
+    return open_path(path, true, out, err);
+}
+
+static fe_status open_memory(const void *data, size_t size, const char *name, bool header_only,
+                             fe_safetensors **out, fe_error *err) {
     *out = NULL;
     static const unsigned char none[1]; /* stands for an empty buffer given as NULL */
-    return open_single(name ? name : "(memory)", data ? data : none, data ? size : 0, out, err);
+    return open_single(name ? name : "(memory)", data ? data : none, data ? size : 0,
+                       header_only, out, err);
+}
+
+fe_status fe_safetensors_open_memory(const void *data, size_t size, const char *name,
+                                     fe_safetensors **out, fe_error *err) {
+    return open_memory(data, size, name, false, out, err);
+}
+
+fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const char *name,
+                                            fe_safetensors **out, fe_error *err) {
+    return open_memory(data, size, name, true, out, err);
 }
 
 void fe_safetensors_close(fe_safetensors *st) {
@@ -373,6 +399,7 @@ void fe_safetensors_close(fe_safetensors *st) {
 
 size_t fe_safetensors_count(const fe_safetensors *st) { return st->n; }
 size_t fe_safetensors_file_count(const fe_safetensors *st) { return st->n_shards; }
+bool fe_safetensors_header_only(const fe_safetensors *st) { return st->header_only; }
 
 const fe_st_tensor *fe_safetensors_at(const fe_safetensors *st, size_t i) {
     return i < st->n ? &st->tensors[i] : NULL;

@@ -39,7 +39,9 @@ typedef struct fe_st_tensor {
     int64_t shape[FE_ST_MAX_RANK];  /* row-major, outermost first; unused entries 0 */
     int64_t n_elements;
     size_t n_bytes;
-    const void *data;  /* into the mapping of the shard that holds it */
+    uint64_t offset;   /* of the data, in bytes from the start of its shard file */
+    const void *data;  /* into the mapping of the shard that holds it; NULL when the
+                        * checkpoint was opened header-only */
     const char *file;  /* the path of that shard */
 } fe_st_tensor;
 
@@ -57,6 +59,14 @@ fe_status fe_safetensors_open(const char *path, fe_safetensors **out, fe_error *
 fe_status fe_safetensors_open_memory(const void *data, size_t size, const char *name,
                                      fe_safetensors **out, fe_error *err);
 
+/* fe_safetensors_open / fe_safetensors_open_memory reading the headers alone, for tracing
+ * a model without its weights: every header (and the index) is checked as above except
+ * that data offsets are not checked against the file's end, so a shard whose data is
+ * truncated or missing opens; no data byte is read and every tensor's data is NULL. */
+fe_status fe_safetensors_open_header(const char *path, fe_safetensors **out, fe_error *err);
+fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const char *name,
+                                            fe_safetensors **out, fe_error *err);
+
 /* Unmaps and frees. NULL allowed. Every pointer obtained from `st` dies here. */
 void fe_safetensors_close(fe_safetensors *st);
 
@@ -68,6 +78,8 @@ const fe_st_tensor *fe_safetensors_at(const fe_safetensors *st, size_t i);
 const fe_st_tensor *fe_safetensors_find(const fe_safetensors *st, const char *name);
 /* Number of files (1, or the shards of an index). */
 size_t fe_safetensors_file_count(const fe_safetensors *st);
+/* Whether `st` was opened header-only (its tensors' data are NULL). */
+bool fe_safetensors_header_only(const fe_safetensors *st);
 
 /* The tensor named `name`, for loading: FE_E_NOTFOUND when there is none, FE_E_UNSUPPORTED
  * naming the tensor and its dtype when ferrum does not read the dtype. */

@@ -299,6 +299,7 @@ fe_status fe_llama_weights_write_safetensors(const fe_llama_weights *w, const ch
                             "GGUF rope_freqs tensor, which config.json cannot express", c->source);
     if (!w->layers)
         return fe_error_set(err, FE_E_INVALID, "writing safetensors: the weights are empty");
+    if ((st = fe_llama_weights_check_read(w, "writing safetensors", err)) != FE_OK) return st;
     struct stat sb;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return io_error(err, "create the folder", dir);
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))

@@ -19,7 +19,8 @@
  *    config.json form.
  *
  * Each file is written under a temporary name and renamed, so a failure never leaves a
- * half-written file under the final name. FE_E_IO names the path and the OS's reason. */
+ * half-written file under the final name. FE_E_IO names the path and the OS's reason;
+ * FE_E_STATE for unread weights (weights.h). */
 fe_status fe_llama_weights_write_safetensors(const fe_llama_weights *w, const char *dir,
                                              fe_error *err);
 

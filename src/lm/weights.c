@@ -1,5 +1,6 @@
-/* lm/weights.c: Llama weights from a GGUF file (names and shapes checked strictly) or drawn at
- * random in the checkpoint's shapes (see weights.h). */
+/* lm/weights.c: Llama weights from a GGUF file (names and shapes checked strictly; read, or
+ * unread when the file was opened header-only) or drawn at random in the checkpoint's
+ * shapes (see weights.h). */
 #include "lm/weights.h"
 
 #include <math.h>
@@ -15,6 +16,13 @@ void fe_llama_weights_free(fe_llama_weights *w) {
     fe_free(w->owned);
     w->layers = NULL;
     w->owned = NULL;
+}
+
+fe_status fe_llama_weights_check_read(const fe_llama_weights *w, const char *what, fe_error *err) {
+    if (!w->unread) return FE_OK;
+    return fe_error_set(err, FE_E_STATE, "%s needs the weights' data, but these weights are "
+                        "unread (the checkpoint was opened header-only, for tracing); open it "
+                        "with its data to run the model", what);
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -120,6 +128,7 @@ fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
     out->rope_interleaved = true; /* llama.cpp's converter permutes q and k for GGML's rope */
+    out->unread = fe_gguf_header_only(g);
     out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
     if (!out->layers) return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
     int64_t d = cfg->hidden, q = cfg->n_heads * cfg->head_dim, kv = cfg->n_kv_heads * cfg->head_dim;

@@ -1,7 +1,17 @@
 /* lm/weights.h: a Llama-family model's weights as views (any dtype ferrum reads: f32, bf16,
  * f16, q8_0, q4_0, q4_1), named as the model's body and the oracle see them, plus where they
- * come from: a GGUF file, a safetensors checkpoint, or random numbers in the checkpoint's
- * shapes. Shapes are (out, in) row-major, as checkpoints store matrices. */
+ * come from. Three fills:
+ *
+ *  - read: views into a GGUF or safetensors checkpoint opened with fe_gguf_open /
+ *    fe_safetensors_open (mapped, not copied);
+ *  - random(seed): numbers drawn in the config's shapes, no file needed;
+ *  - unread: the same checkpoint opened header-only (fe_gguf_open_header /
+ *    fe_safetensors_open_header): every tensor has the shape and dtype the read fill would
+ *    give it and data NULL, so a model can be traced, compiled and drawn without reading a
+ *    byte of its weights; `unread` is set, and whatever would read them (the oracle, the
+ *    writer, a graph call) refuses with FE_E_STATE.
+ *
+ * Shapes are (out, in) row-major, as checkpoints store matrices. */
 #ifndef FE_LM_WEIGHTS_H
 #define FE_LM_WEIGHTS_H
 
@@ -26,6 +36,7 @@ typedef struct fe_llama_weights {
                               * rank 0 otherwise */
     bool rope_interleaved;   /* GGUF's Llama q/k are permuted for pairs (2i, 2i+1); HF's use
                               * rotate-half pairs (i, i + hd/2) */
+    bool unread;             /* the unread fill: shapes and dtypes only, every data NULL */
     void *owned;             /* memory the weights own (random fill), or NULL */
     void *source;            /* the open checkpoint they map (borrowed), or NULL */
     int source_kind;         /* 0 none, 1 GGUF, 2 safetensors */
@@ -38,7 +49,7 @@ fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint6
                                   fe_llama_weights *out, fe_error *err);
 /* The weights of an open GGUF (borrowed: the file must stay open), names checked strictly:
  * a missing, mis-shaped or mis-typed tensor is an error naming it, what was expected and
- * what was found. */
+ * what was found. A file opened header-only gives the unread fill. */
 struct fe_gguf;
 fe_status fe_llama_weights_from_gguf(const struct fe_gguf *g, const fe_lm_config *cfg,
                                      fe_llama_weights *out, fe_error *err);
@@ -52,11 +63,17 @@ fe_status fe_llama_weights_from_gguf(const struct fe_gguf *g, const fe_lm_config
  * (FE_E_SHAPE), one in a dtype other than BF16/F16/F32 (FE_E_DTYPE) or a tensor the map does
  * not know (FE_E_FORMAT, the first one named; the rotary_emb.inv_freq buffers older
  * conversions carry are known and skipped) is an error naming the tensor, what was expected
- * and what was found. Caller fe_llama_weights_free()s, then closes `st`. */
+ * and what was found. A checkpoint opened header-only gives the unread fill, with the same
+ * checks (alignment from the file offsets) and the norms declared f32 as the read fill makes
+ * them, nothing converted. Caller fe_llama_weights_free()s, then closes `st`. */
 struct fe_safetensors;
 fe_status fe_llama_weights_from_safetensors(const struct fe_safetensors *st,
                                             const fe_lm_config *cfg, fe_llama_weights *out,
                                             fe_error *err);
 void fe_llama_weights_free(fe_llama_weights *w);
+
+/* FE_OK when w's data can be read; FE_E_STATE, with a message naming `what` (the reader:
+ * "the oracle") and the fix, when w is the unread fill. */
+fe_status fe_llama_weights_check_read(const fe_llama_weights *w, const char *what, fe_error *err);
 
 #endif

@@ -6,6 +6,7 @@
  *
  * Invariant: matrices are views into the checkpoint's mappings (BF16/F16/F32, never copied);
  * norms are f32, either mapped (already f32 and aligned) or converted once into w->owned.
+ * Unread (a checkpoint opened header-only): the same checks and dtypes, data NULL.
  * HF's q_proj/k_proj rows are in rotate-half order, so rope_interleaved is false. */
 #include "lm/weights.h"
 
@@ -67,9 +68,11 @@ static fe_status take(const fe_safetensors *st, const char *name, int rank, int6
                             "checkpoint and config.json do not match", s->file, name, have,
                             want);
     }
-    /* norms (rank 1) may lie anywhere: norms_to_f32 copies what is not aligned f32 */
+    /* norms (rank 1) may lie anywhere: norms_to_f32 copies what is not aligned f32. Unread,
+     * the file offset stands for the address: mappings start page-aligned. */
     size_t elem = fe_dtype_info(s->dtype)->size;
-    if (rank == 2 && (uintptr_t)s->data % elem != 0)
+    uint64_t at = s->data ? (uint64_t)(uintptr_t)s->data : s->offset;
+    if (rank == 2 && at % elem != 0)
         return fe_error_set(err, FE_E_FORMAT, "%s: tensor %s's data is not aligned to its "
                             "%zu-byte elements, so it cannot be used in place; save the "
                             "checkpoint again with safetensors' own writer", s->file, name, elem);
@@ -94,14 +97,24 @@ static bool known(const char *name, const fe_lm_config *c) {
     return !strcmp(end + 1, ROTARY_BUFFER);
 }
 
+/* The i-th of the 2 * n_layers + 1 norms: layer i / 2's attention (even i) or FFN (odd i)
+ * norm, the final norm last. */
+static fe_tensor *norm_at(fe_llama_weights *w, size_t i) {
+    if (i == (size_t)(2 * w->cfg.n_layers)) return &w->norm;
+    return i % 2 ? &w->layers[i / 2].ffn_norm : &w->layers[i / 2].attn_norm;
+}
+
 /* Points every norm at f32 data: mapped when it already is aligned f32, else converted once
- * into one block the weights own. */
+ * into one block the weights own. Unread: declared f32, as the read fill would make them. */
 static fe_status norms_to_f32(fe_llama_weights *w, fe_error *err) {
     const int64_t L = w->cfg.n_layers, d = w->cfg.hidden;
     size_t n_norms = (size_t)(2 * L + 1), need = 0;
+    if (w->unread) {
+        for (size_t i = 0; i < n_norms; i++) *norm_at(w, i) = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 1, &d);
+        return FE_OK;
+    }
     for (size_t i = 0; i < n_norms; i++) {
-        const fe_tensor *t = i == n_norms - 1 ? &w->norm
-                             : i % 2 ? &w->layers[i / 2].ffn_norm : &w->layers[i / 2].attn_norm;
+        const fe_tensor *t = norm_at(w, i);
         need += t->dtype != FE_DTYPE_F32 || (uintptr_t)t->data % 4 != 0;
     }
     if (!need) return FE_OK;
@@ -111,8 +124,7 @@ static fe_status norms_to_f32(fe_llama_weights *w, fe_error *err) {
                             need, (long long)d);
     w->owned = mem;
     for (size_t i = 0; i < n_norms; i++) {
-        fe_tensor *t = i == n_norms - 1 ? &w->norm
-                       : i % 2 ? &w->layers[i / 2].ffn_norm : &w->layers[i / 2].attn_norm;
+        fe_tensor *t = norm_at(w, i);
         if (t->dtype == FE_DTYPE_F32 && (uintptr_t)t->data % 4 == 0) continue;
         const unsigned char *src = t->data;
         for (int64_t e = 0; e < d; e++) {
@@ -141,6 +153,7 @@ fe_status fe_llama_weights_from_safetensors(const fe_safetensors *st, const fe_l
     out->rope_interleaved = false; /* HF's Llama rotates halves: pairs (i, i + hd/2) */
     out->source = (void *)st;
     out->source_kind = 2;
+    out->unread = fe_safetensors_header_only(st);
     out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
     if (!out->layers) return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
     const int64_t d = cfg->hidden, q = cfg->n_heads * cfg->head_dim,

@@ -1,0 +1,107 @@
+/* device/cpu/peak.c: this machine's arithmetic peak (see peak.h): every worker runs
+ * independent chains of register-only vector multiply-adds, long enough that the chains
+ * outnumber latency x pipes, and the best / median of repeated dispatches is the peak. */
+#include "device/cpu/peak.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+
+enum { PEAK_REPEATS = 16 };
+
+typedef struct {
+    long iters;
+    float sink[64];
+} peak_ctx;
+
+/* 16 chains in zmm (32 registers), 12 in ymm (16 registers, two hold the constants): either
+ * way more than FMA latency x FMA pipes (4 x 2 on Zen 5 and recent Intel) */
+#define CHAINS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define CHAINS(X) CHAINS12(X) X(12) X(13) X(14) X(15)
+
+__attribute__((target("avx512f,fma"))) static void peak_avx512(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m512 m = _mm512_set1_ps(0.999999f), s = _mm512_set1_ps(1e-6f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + (float)(i) * 1e-3f);
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, m, s);
+#define SUM(i) t = _mm512_add_ps(t, a##i);
+    CHAINS(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS(STEP) }
+    __m512 t = _mm512_setzero_ps();
+    CHAINS(SUM)
+    c->sink[ith % 64] = _mm512_reduce_add_ps(t);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+__attribute__((target("avx2,fma"))) static void peak_avx2(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m256 m = _mm256_set1_ps(0.999999f), s = _mm256_set1_ps(1e-6f);
+#define DECL(i) __m256 a##i = _mm256_set1_ps(1.0f + (float)(i) * 1e-3f);
+#define STEP(i) a##i = _mm256_fmadd_ps(a##i, m, s);
+#define SUM(i) t = _mm256_add_ps(t, a##i);
+    CHAINS12(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS12(STEP) }
+    __m256 t = _mm256_setzero_ps();
+    CHAINS12(SUM)
+    float o[8];
+    _mm256_storeu_ps(o, t);
+    c->sink[ith % 64] = o[0];
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+/* the same 16 chains of vdpbf16ps: 16 lanes x 2 bf16 products each */
+__attribute__((target("avx512f,avx512bf16"))) static void peak_bf16(void *ctx, int ith,
+                                                                     int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m512bh m = (__m512bh)_mm512_set1_epi32(0x3f7f3f7f), s = m; /* bf16 0.996 pairs */
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i) * 1e-3f);
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, m, s);
+#define SUM(i) t = _mm512_add_ps(t, a##i);
+    CHAINS(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS(STEP) }
+    __m512 t = _mm512_setzero_ps();
+    CHAINS(SUM)
+    c->sink[ith % 64] = _mm512_reduce_add_ps(t);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double *median,
+                   int *lanes) {
+    const fe_device_info *info = fe_device_get_info(dev);
+    bool z = info->isa >= FE_ISA_AVX512 && info->features.avx512f;
+    *lanes = z ? 16 : info->features.avx2 && info->features.fma ? 8 : 0;
+    if (bf16 && !(z && info->features.avx512bf16)) *lanes = 0;
+    *best = *median = 0;
+    if (!*lanes) return;
+    peak_ctx c = {.iters = 1000000};
+    fe_step step = {.fn = bf16 ? peak_bf16 : z ? peak_avx512 : peak_avx2, .ctx = &c,
+                    .width = info->n_workers};
+    fe_device_dispatch(dev, &step, 1); /* warm up, clocks up */
+    double g[PEAK_REPEATS];
+    c.iters = 4000000;
+    if (repeats > PEAK_REPEATS) repeats = PEAK_REPEATS;
+    if (repeats < 1) repeats = 1;
+    for (int r = 0; r < repeats; r++) {
+        uint64_t t0 = fe_time_ns();
+        fe_device_dispatch(dev, &step, 1);
+        double s = (double)(fe_time_ns() - t0) * 1e-9;
+        g[r] = 2.0 * *lanes * (bf16 ? 2.0 : 1.0) * (z ? 16.0 : 12.0) * (double)c.iters *
+               info->n_workers / s / 1e9;
+    }
+    qsort(g, (size_t)repeats, sizeof *g, cmp_d);
+    *best = g[repeats - 1];
+    *median = repeats % 2 ? g[repeats / 2] : 0.5 * (g[repeats / 2 - 1] + g[repeats / 2]);
+}
