@@ -373,6 +373,22 @@ static void tokenizer_gives_llama_cpp_prompt_ids(void **state) {
         for (int i = 0; i < S.ref.n_prompt; i++) print_message(" %d", S.ref.prompt_ids[i]);
         print_message("\n");
     }
+    /* the metadata's pages handed back (as `ferrum generate` does once the model is built):
+     * the tokenizer and the GGUF's strings still read the same */
+    fe_gguf_release_metadata(S.g);
+    int32_t *again = NULL;
+    size_t n2 = 0;
+    if (fe_tokenizer_encode_alloc(t, PROMPT, strlen(PROMPT), fe_tokenizer_add_bos(t), true, &again,
+                                  &n2, &err) != FE_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(n2, n);
+    assert_memory_equal(again, ids, n * sizeof *ids);
+    const char *arch;
+    size_t len;
+    assert_int_equal(fe_gguf_get_str(fe_gguf_find(S.g, "general.architecture"), &arch, &len, &err), FE_OK);
+    assert_int_equal(len, 5);
+    assert_memory_equal(arch, "llama", 5);
+    fe_free(again);
     fe_free(ids);
     fe_tokenizer_destroy(t);
     assert_true(same);

@@ -361,6 +361,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
         fail(io, "building the model", err.message);
         goto done;
     }
+    fe_gguf_release_metadata(s.gguf); /* the tokenizer, config and tensor table are built */
     s.cap_ids = s.n_ids + a->num_tokens + 1;
     int32_t *grown = fe_realloc(s.ids, (size_t)s.cap_ids * sizeof *s.ids);
     if (!grown) goto done;
@@ -402,11 +403,14 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
     size_t cache = (size_t)(2 * s.cfg.n_layers * co.max_seq_len * s.cfg.n_kv_heads * s.cfg.head_dim * 4);
     fprintf(io->err,
             "ferrum: load %.2f s | prompt %lld tokens, time to first token %.3f s, prefill %.1f tok/s | "
-            "decode %lld tokens, %.2f tok/s | peak RSS %.1f MiB (weights %.1f MiB %s, KV caches %.1f MiB)\n",
+            "decode %lld tokens, %.2f tok/s | peak RSS %.1f MiB = weights %.1f MiB %s + KV caches "
+            "%.1f MiB (%lld of %lld rows written) %+.1f%%\n",
             secs(t0, t1), (long long)n_prompt, secs(t1, t2), (double)n_prompt / secs(t1, t2),
             (long long)(st.made > 1 ? st.made - 1 : 0),
             st.made > 1 ? (double)(st.made - 1) / secs(t2, t3) : 0.0, (double)ru.ru_maxrss / 1024,
-            (double)wb / 1048576, s.gguf || s.st ? "mapped" : "in memory", (double)cache / 1048576);
+            (double)wb / 1048576, s.gguf || s.st ? "mapped" : "in memory", (double)cache / 1048576,
+            (long long)fe_causal_position(s.m), (long long)co.max_seq_len,
+            100.0 * ((double)ru.ru_maxrss * 1024 / (double)(wb + cache) - 1));
     if (a->profile) {
         fe_graph_set_profiling(fe_causal_graph(s.m), false);
         fe_graph_write_profile(fe_causal_graph(s.m), io->err);

@@ -13,6 +13,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
@@ -443,6 +445,16 @@ fe_status fe_gguf_open_memory(const void *data, size_t size, const char *name, f
 fe_status fe_gguf_open_memory_header(const void *data, size_t size, const char *name,
                                      fe_gguf **out, fe_error *err) {
     return open_memory(data, size, name, true, out, err);
+}
+
+void fe_gguf_release_metadata(const fe_gguf *g) {
+    if (!g || !g->map.owned || !g->map.data || g->header_only) return;
+    uint64_t first = g->map.size; /* the data section starts at the lowest tensor offset */
+    for (size_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].offset < first) first = g->tensors[i].offset;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)first / page * page;
+    /* clean private file pages: dropped now, read again from the file if touched later */
+    if (len) madvise((void *)g->map.data, len, MADV_DONTNEED);
 }
 
 void fe_gguf_close(fe_gguf *g) {

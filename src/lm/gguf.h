@@ -71,6 +71,13 @@ typedef struct fe_gguf_tensor {
                        * NULL when the file was opened header-only */
 } fe_gguf_tensor;
 
+/* Gives the resident pages of the metadata (everything before the first tensor's data: the
+ * tokenizer's strings, the tensor table) back to the system once the config, tokenizer and
+ * weights are built: they would otherwise stay resident beside the weights. Pointers into
+ * them stay valid (a later read faults them in again from the file). No-op for buffers and
+ * header-only readers. */
+void fe_gguf_release_metadata(const fe_gguf *g);
+
 /* Maps and checks the GGUF file at `path`. On success *out is a new reader the caller
  * releases with fe_gguf_close. Returns FE_E_IO when the file cannot be opened or mapped,
  * FE_E_FORMAT when it is not a well-formed GGUF v2/v3 file (message: file, field, fix),

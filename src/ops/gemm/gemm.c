@@ -266,7 +266,7 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
  * words. */
 static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
     gm_plan p;
-    gm_plan_make(a, d, &p);
+    gm_plan_make(a, d, nth, &p);
     return (size_t)p.stride * 4 * (size_t)(nth > 0 ? nth : 1);
 }
 

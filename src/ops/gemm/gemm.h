@@ -89,9 +89,9 @@ static inline float gm_round_bf16(float x) {
 
 /* The micro-tile of an ISA. */
 void gm_tile(fe_isa isa, int *mr, int *nr);
-/* Blocks and the per-worker workspace layout for the kernel's extents (a->ext) and design:
- * the same at create (workspace) and in every run. */
-void gm_plan_make(const fe_args *a, const fe_design *d, gm_plan *p);
+/* Blocks and the per-worker workspace layout for the kernel's extents (a->ext), design and
+ * nth workers (the step's width): the same at create (workspace) and in every run. */
+void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p);
 /* Worker ith's rows [m0, m1) and columns [n0, n1) of the bounded work (rows x N), on a grid
  * of workers over (M tiles x N panels) chosen to balance compute plus B packing; empty when
  * the worker has nothing. */

@@ -15,13 +15,45 @@ void gm_tile(fe_isa isa, int *mr, int *nr) {
     }
 }
 
-void gm_plan_make(const fe_args *a, const fe_design *d, gm_plan *p) {
+/* Cost of one worker's share on a wm x wn grid, in micro-tile units: its tiles, plus packing
+ * its B panels (about one tile's time per panel when widening, more when dequantising). */
+static int64_t grid_cost(int64_t mt, int64_t np, int64_t wm, int64_t wn, int64_t pack) {
+    return ceil_div(np, wn) * (ceil_div(mt, wm) + pack);
+}
+
+/* The worker grid (wm row groups x wn column groups) gm_split gives mt row tiles and np
+ * column panels on nth workers: N split first (each worker packs only its own B panels, B
+ * is read once in all), M too only where that balances better (few N panels per worker,
+ * many rows). */
+static void grid_of(int64_t mt, int64_t np, int nth, int64_t pack, int64_t *wm, int64_t *wn) {
+    int64_t best_m = 1, best_n = 1, best = grid_cost(mt, np, 1, 1, pack);
+    for (int64_t n = 1; n <= nth; n++)
+        for (int64_t m = 1; m * n <= nth; m++) {
+            int64_t c = grid_cost(mt, np, m, n, pack);
+            if (c < best || (c == best && n > best_n)) best = c, best_m = m, best_n = n;
+        }
+    *wm = best_m, *wn = best_n;
+}
+
+static int64_t pack_cost(const fe_design *d) {
+    return fe_dtype_info(d->dtypes[GM_B])->block > 1 ? 4 : 1;
+}
+
+void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     gm_tile(d->isa, &p->mr, &p->nr);
     int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
     /* blocks never larger than the (rounded-up) extents: a small GEMM takes a small
      * workspace; the kernel computes the same numbers, so the layout agrees */
     p->mc = min64(round_up(d->tunables[GM_MC], p->mr), round_up(M, p->mr));
     p->nc = min64(round_up(d->tunables[GM_NC], p->nr), round_up(N, p->nr));
+    /* and never wider than the most columns gm_split hands one worker at any row bound: with
+     * N split over the workers, each packs only its share (half the workspace on 2) */
+    int64_t np = ceil_div(N, p->nr), widest = 1, wm, wn;
+    for (int64_t mt = 1; mt <= ceil_div(M, p->mr); mt++) {
+        grid_of(mt, np, nth < 1 ? 1 : nth, pack_cost(d), &wm, &wn);
+        if (ceil_div(np, wn) > widest) widest = ceil_div(np, wn);
+    }
+    p->nc = min64(p->nc, widest * p->nr);
     p->kb = round_up(d->tunables[GM_KC], GM_KSTEP);
     p->kc = min64(round_up(p->kb + p->kb / 4, GM_KSTEP), round_up(K, GM_KSTEP));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
@@ -32,26 +64,13 @@ void gm_plan_make(const fe_args *a, const fe_design *d, gm_plan *p) {
     p->stride = p->ap + p->bp + p->tmp;
 }
 
-/* Cost of one worker's share on a wm x wn grid, in micro-tile units: its tiles, plus packing
- * its B panels (about one tile's time per panel when widening, more when dequantising). */
-static int64_t grid_cost(int64_t mt, int64_t np, int64_t wm, int64_t wn, int64_t pack) {
-    return ceil_div(np, wn) * (ceil_div(mt, wm) + pack);
-}
-
 void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int ith, int nth,
               int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
     *m0 = *m1 = *n0 = *n1 = 0;
     int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr);
     if (mt == 0 || np == 0 || nth < 1) return;
-    int64_t pack = fe_dtype_info(d->dtypes[GM_B])->block > 1 ? 4 : 1;
-    /* Split N first (each worker packs only its own B panels, B is read once in all);
-     * split M too only where that balances better (few N panels per worker, many rows). */
-    int64_t best_m = 1, best_n = 1, best = grid_cost(mt, np, 1, 1, pack);
-    for (int64_t wn = 1; wn <= nth; wn++)
-        for (int64_t wm = 1; wm * wn <= nth; wm++) {
-            int64_t c = grid_cost(mt, np, wm, wn, pack);
-            if (c < best || (c == best && wn > best_n)) best = c, best_m = wm, best_n = wn;
-        }
+    int64_t best_m, best_n;
+    grid_of(mt, np, nth, pack_cost(d), &best_m, &best_n);
     if (ith >= best_m * best_n) return;
     int64_t t0, t1, q0, q1;
     fe_split(mt, (int)(ith / best_n), (int)best_m, 1, &t0, &t1);

@@ -145,11 +145,23 @@ static fe_status infer(fe_op_ctx *c) {
     return FE_OK;
 }
 
-/* rows_per_step and prefetch keep their declared defaults (4 streams, 2048 bytes: the best
- * or within noise of it at every bench shape and dtype on the 2-core EPYC, bench_gemv's
- * sweeps). int8_dot: VNNI exactly where it can run (an act_int8 design on an avx512 device
- * with avx512vnni); forced off elsewhere, also over a call site. */
+/* rows_per_step: for f32/bf16/f16 W, two memory streams a worker in all (2 rows of one
+ * matrix, 1 row each of W and up under swiglu); for block dtypes, whose decoding is the
+ * bottleneck on 2 cores, 4 rows (of each matrix). On the 2-core EPYC the read probe peaks at
+ * 2 streams a worker (bench_memory); in the Llama 3.2 1B BF16 decode (ferrum generate
+ * --profile, runs alternated) swiglu at 4 rows of each matrix took ~12% longer than at 1 or
+ * 2 and the plain GEMVs at 4 rows 0-8% longer than at 2, while SmolLM2's Q4_1 decode ran
+ * 4-6% slower at 2 rows than at 4 and slower again with fewer swiglu rows. prefetch keeps its declared
+ * default (2048 bytes: within noise of the best at every bench_gemv shape). int8_dot: VNNI
+ * exactly where it can run (an act_int8 design on an avx512 device with avx512vnni); forced
+ * off elsewhere, also over a call site. */
 static void resolve(fe_op_ctx *c) {
+    if (!c->tunable_set[GEMV_RPS]) {
+        bool swiglu = c->params[GEMV_EPI] == GEMV_EPI_SWIGLU;
+        bool blocks = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1;
+        c->tunables[GEMV_RPS] = blocks ? 4 : swiglu ? 1 : 2;
+        c->tunable_set[GEMV_RPS] = true;
+    }
     bool can = c->params[GEMV_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512vnni;
     if (!c->tunable_set[GEMV_DOT8] || !can) {
