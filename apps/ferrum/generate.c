@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include "core/alloc.h"
@@ -65,6 +66,15 @@ static int fail(const fe_cli_io *io, const char *what, const char *msg) {
     return FE_EXIT_FAILURE;
 }
 
+/* "ferrum: reading weights 45%" on one line, rewritten in place on a terminal */
+static void show_progress(void *user, double done) {
+    const fe_cli_io *io = user;
+    bool tty = isatty(fileno(io->err));
+    if (tty || done >= 1.0)
+        fprintf(io->err, "%sferrum: reading weights %3.0f%%%s", tty ? "\r" : "", 100 * done,
+                done >= 1.0 || !tty ? "\n" : "");
+}
+
 static int load(session *s, const gen_args *a, const fe_cli_io *io) {
     fe_error err = {0};
     if (a->random_weights) {
@@ -84,6 +94,7 @@ static int load(session *s, const gen_args *a, const fe_cli_io *io) {
         fprintf(io->err, "ferrum: mapping %s...\n", a->model);
         if (fe_checkpoint_open(a->model, false, &s->gguf, &s->st, &s->cfg, &s->w, &err) != FE_OK)
             return fail(io, a->model, err.message);
+        fe_llama_weights_prefault(&s->w, show_progress, (void *)io);
         if (!a->tokenizer && s->gguf && fe_tokenizer_from_gguf(s->gguf, &s->tok, &err) != FE_OK)
             return fail(io, "the GGUF's tokenizer", err.message);
         /* a Hugging Face checkpoint's tokenizer.json, from its folder when there is one */

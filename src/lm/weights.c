@@ -5,6 +5,8 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
@@ -166,4 +168,52 @@ fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
         st = fe_error_set(err, FE_E_DTYPE, "output_norm.weight must be f32 in the file");
     if (st != FE_OK) fe_llama_weights_free(out);
     return st;
+}
+
+/* every tensor of the model once (lm_head may be embed: then it is skipped) */
+static int model_tensors(const fe_llama_weights *w, const fe_tensor **out, int cap) {
+    int n = 0;
+    const fe_tensor *top[] = {&w->embed, &w->norm, &w->lm_head, &w->rope_freqs};
+    for (size_t i = 0; i < sizeof top / sizeof top[0] && n < cap; i++)
+        if (i != 2 || w->lm_head.data != w->embed.data) out[n++] = top[i];
+    for (int64_t l = 0; l < w->cfg.n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0] && n < cap; i++) out[n++] = ts[i];
+    }
+    return n;
+}
+
+void fe_llama_weights_prefault(const fe_llama_weights *w, void (*progress)(void *user, double done),
+                               void *user) {
+    if (!w->layers) return;
+    int cap = 4 + 9 * (int)w->cfg.n_layers;
+    const fe_tensor **ts = fe_malloc((size_t)cap * sizeof *ts);
+    if (!ts) return; /* an optimisation only */
+    int n = model_tensors(w, ts, cap);
+    double total = 0, done = 0, shown = 0;
+    for (int i = 0; i < n; i++)
+        if (ts[i]->data) total += (double)fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < n; i++) {
+        if (!ts[i]->data) continue;
+        size_t bytes = fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
+        uintptr_t a = (uintptr_t)ts[i]->data & ~(page - 1), e = (uintptr_t)ts[i]->data + bytes;
+#ifdef MADV_POPULATE_READ
+        if (madvise((void *)a, e - a, MADV_POPULATE_READ) != 0)
+#endif
+        {
+            volatile unsigned char sink = 0;
+            for (uintptr_t p = a; p < e; p += page) /* a's page holds data[0]: mapped */
+                sink ^= *(const unsigned char *)p;
+            (void)sink;
+        }
+        done += (double)bytes;
+        if (progress && total > 0 && (done - shown >= 0.05 * total || i == n - 1)) {
+            shown = done;
+            progress(user, done / total);
+        }
+    }
+    fe_free(ts);
 }
