@@ -75,6 +75,18 @@ static fe_h project(fe_trace *t, mm_mode mm, fe_h x, fe_h w) {
     return gemm(t, mm, in, 2, NULL);
 }
 
+/* dst = x W^T written straight into dst (a cache window): no copy step after it */
+static void project_into(fe_trace *t, mm_mode mm, fe_h dst, fe_h x, fe_h w) {
+    fe_setting bf = {"act_bf16", 1};
+    if (mm.decode) {
+        fe_h in[2] = {w, x};
+        fe_apply_into(t, dst, "GEMV", in, 2, NULL, 0, NULL, 0);
+    } else {
+        fe_h in[2] = {x, w};
+        fe_apply_into(t, dst, "GEMM", in, 2, mm.act_bf16 ? &bf : NULL, mm.act_bf16 ? 1 : 0, NULL, 0);
+    }
+}
+
 /* x + o W^T (the residual folded into the product) */
 static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
     if (mm.decode) {
@@ -122,17 +134,18 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), c->rms_eps);
         fe_h q = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wq")), 3, qs);
         fe_h k = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wk")), 3, ks);
-        fe_h v = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wv")), 3, ks);
-        fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
-        q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
-        k = fe_apply(t, "RoPE", kr, 2, &form, 1, &at, 1);
         char path[64];
         snprintf(path, sizeof path, "layers.%lld.k_cache", (long long)l);
         fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
         snprintf(path, sizeof path, "layers.%lld.v_cache", (long long)l);
         fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
-        fe_copy_into(t, fe_window(t, kc, 0, pos, C, n), k);
-        fe_copy_into(t, fe_window(t, vc, 0, pos, C, n), v);
+        /* the new rows of K (rotated) and V go straight into the caches at [pos, pos + n) */
+        int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
+        project_into(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
+                     layer_weight(t, l, "wv"));
+        fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
+        q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
+        fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
         fe_h att_in[3] = {q, fe_bound(t, kc, 0, end), fe_bound(t, vc, 0, end)};
         fe_value_set off = {"q_offset", pos};
         fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
