@@ -53,62 +53,63 @@ static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
     return fe_weight(t, path);
 }
 
-/* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), and whether the
- * chunk's GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16) */
-typedef struct { bool decode, act_bf16; } mm_mode;
+/* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), whether the chunk's
+ * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), and the model's
+ * RMSNorm epsilon */
+typedef struct { bool decode, act_bf16; double eps; } mm_mode;
 
-/* a GEMM C = epilogue(A B^T) with the mode's act_bf16 and up to one more setting */
-static fe_h gemm(fe_trace *t, mm_mode mm, fe_h *in, int n_in, const fe_setting *extra) {
+/* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
+ * step's GEMVs compute themselves (their rmsnorm prologue) instead of a step before them */
+typedef struct { fe_h x, norm; } act;
+
+static act plain(fe_h x) { return (act){x, FE_NO_TENSOR}; }
+
+/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor */
+static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res, int epi) {
+    fe_h in[5] = {w, a.x, up, res, a.norm};
+    fe_setting s[3] = {{"epilogue", epi}, {"prologue", 1 /* rmsnorm */}, {"eps", mm.eps}};
+    int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = a.norm.id ? 3 : 1;
+    if (dst.id) return fe_apply_into(t, dst, "GEMV", in, n_in, s, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
+    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
+}
+
+/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 and up to one more
+ * setting; into dst when dst is a tensor */
+static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
     fe_setting s[2] = {{"act_bf16", 1}};
     int n = mm.act_bf16 ? 1 : 0;
     if (extra) s[n++] = *extra;
+    if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
     return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
 }
 
-/* y = x W^T: a GEMM over the rows of a chunk, a GEMV for the one row of a decode step */
-static fe_h project(fe_trace *t, mm_mode mm, fe_h x, fe_h w) {
-    if (mm.decode) {
-        fe_h in[2] = {w, x};
-        return fe_apply(t, "GEMV", in, 2, NULL, 0, NULL, 0);
-    }
-    fe_h in[2] = {x, w};
-    return gemm(t, mm, in, 2, NULL);
-}
-
-/* dst = x W^T written straight into dst (a cache window): no copy step after it */
-static void project_into(fe_trace *t, mm_mode mm, fe_h dst, fe_h x, fe_h w) {
-    fe_setting bf = {"act_bf16", 1};
-    if (mm.decode) {
-        fe_h in[2] = {w, x};
-        fe_apply_into(t, dst, "GEMV", in, 2, NULL, 0, NULL, 0);
-    } else {
-        fe_h in[2] = {x, w};
-        fe_apply_into(t, dst, "GEMM", in, 2, mm.act_bf16 ? &bf : NULL, mm.act_bf16 ? 1 : 0, NULL, 0);
-    }
+/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
+static fe_h project(fe_trace *t, mm_mode mm, fe_h dst, act a, fe_h w) {
+    if (mm.decode) return gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, 0);
+    fe_h in[2] = {a.x, w};
+    return gemm(t, mm, dst, in, 2, NULL);
 }
 
 /* x + o W^T (the residual folded into the product) */
 static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
-    if (mm.decode) {
-        fe_h in[4] = {w, o, FE_NO_TENSOR, x};
-        fe_setting epi = {"epilogue", 3}; /* residual */
-        return fe_apply(t, "GEMV", in, 4, &epi, 1, NULL, 0);
-    }
+    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, w, plain(o), FE_NO_TENSOR, x, 3 /* residual */);
     fe_h in[4] = {o, w, FE_NO_TENSOR, x};
-    return gemm(t, mm, in, 4, NULL);
+    return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
 }
 
-/* silu(h Wg^T) * (h Wu^T) */
-static fe_h gated(fe_trace *t, mm_mode mm, fe_h h, fe_h wg, fe_h wu) {
-    if (mm.decode) {
-        fe_h in[3] = {wg, h, wu};
-        fe_setting epi = {"epilogue", 2}; /* swiglu */
-        return fe_apply(t, "GEMV", in, 3, &epi, 1, NULL, 0);
-    }
-    fe_setting act = {"activation", 1}; /* silu */
-    fe_h gin[2] = {h, wg}, uin[2] = {h, wu};
-    fe_h g = gemm(t, mm, gin, 2, &act);
-    return apply(t, "ElementwiseMul", g, gemm(t, mm, uin, 2, NULL));
+/* silu(a Wg^T) * (a Wu^T) */
+static fe_h gated(fe_trace *t, mm_mode mm, act a, fe_h wg, fe_h wu) {
+    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, 2 /* swiglu */);
+    fe_setting silu = {"activation", 1};
+    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
+    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
+    return apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
+}
+
+/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
+ * GEMMs, folded into the GEMVs of a decode step */
+static act normed(fe_trace *t, mm_mode mm, fe_h x, fe_h w) {
+    return mm.decode ? (act){x, w} : plain(rmsnorm(t, x, w, mm.eps));
 }
 
 static fe_status causal_body(fe_trace *t, const void *model) {
@@ -118,7 +119,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens");
-    mm_mode mm = {decode, !decode && m->prefill_bf16};
+    mm_mode mm = {decode, !decode && m->prefill_bf16, c->rms_eps};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
     fe_h ids = decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
@@ -131,9 +132,9 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
     for (int64_t l = 0; l < c->n_layers; l++) {
         /* attention */
-        fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), c->rms_eps);
-        fe_h q = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wq")), 3, qs);
-        fe_h k = fe_reshape(t, project(t, mm, h, layer_weight(t, l, "wk")), 3, ks);
+        act h = normed(t, mm, x, layer_weight(t, l, "attn_norm"));
+        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
+        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
         char path[64];
         snprintf(path, sizeof path, "layers.%lld.k_cache", (long long)l);
         fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
@@ -141,8 +142,8 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
         /* the new rows of K (rotated) and V go straight into the caches at [pos, pos + n) */
         int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
-        project_into(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
-                     layer_weight(t, l, "wv"));
+        project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
+                layer_weight(t, l, "wv"));
         fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
         q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
         fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
@@ -152,7 +153,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         int64_t flat[2] = {C, c->n_heads * hd};
         x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
         /* feed-forward */
-        h = rmsnorm(t, x, layer_weight(t, l, "ffn_norm"), c->rms_eps);
+        h = normed(t, mm, x, layer_weight(t, l, "ffn_norm"));
         fe_h a = gated(t, mm, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
         x = project_add(t, mm, a, layer_weight(t, l, "w_down"), x);
     }
