@@ -3,7 +3,10 @@
  * `pf` bytes ahead when pf > 0, widening W exactly in registers as the AVX-512 kernel does, at
  * 8 lanes: bf16 16 at a time (evens = lanes << 16, odds = lanes & 0xffff0000, x prepared as
  * evens then odds per 16), f16 by _mm256_cvtph_ps, q8_0 by cvtepi8_epi32, q4 nibbles by
- * cvtepu8_epi32; act_int8 by vpmaddwd on int16 (the same integers as VNNI). With 16 ymm
+ * cvtepu8_epi32; act_int8 by vpmaddwd on int16 for q8_0 W (the same integers as VNNI), and
+ * for q4 W one block a step: its 16 nibble bytes unpacked to 32 u8 (low nibbles then high,
+ * x's own order), vpmaddubsw against x's int8 and vpmaddwd by 1 into exact int32 lanes
+ * (q4_0: ncorr's -8 * sum(x) added), times d dx, plus m dx sum(x) for q4_1. With 16 ymm
  * registers, 8 rows keep one accumulator each, fewer rows two. Tails of f32 use masked
  * loads; of bf16 / f16 a zero-padded copy. The driver is driver.inc. */
 #include <immintrin.h>
@@ -15,6 +18,7 @@
 #define GEMV_ISA FE_ISA_AVX2
 #define GEMV_KNAME fe_gemv_avx2
 #define GEMV_BF16_CHUNK 16
+#define GEMV_Q4_PAIRS 0
 
 #define AI static inline __attribute__((always_inline))
 #define R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
@@ -326,6 +330,42 @@ AI void dot_i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, fl
     R8(HSUM)
 }
 
+/* act_int8 with q4_0 (Q1 = 0) or q4_1 (Q1 = 1) W: u = (v & 15, v >> 4) for the block's 16
+ * bytes v, vpmaddubsw (u <= 15: pairs at most 2 * 15 * 127, no saturation) and vpmaddwd by 1
+ * give exact int32 lanes; sc = (d, m) * (dx, dx t): d dx scales the lanes, m dx t (lane 1,
+ * q4_1's term) is added to the second accumulator */
+AI void dot_q4i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, float *out,
+                 int64_t pf, const int NR, const int Q1) {
+    const size_t bs = Q1 ? sizeof(fe_block_q4_1) : sizeof(fe_block_q4_0);
+    ROWS(unsigned char)
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m128 lane1 = _mm_castsi128_ps(_mm_setr_epi32(0, -1, 0, 0));
+    for (int64_t j = 0; j < K / 32; j++) {
+        const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
+        const __m256i nc = Q1 ? _mm256_setzero_si256()
+                              : _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j));
+        const __m128 xs = _mm_castpd_ps(_mm_load_sd((const double *)(x->dxs + 2 * j)));
+#define S(r)                                                                               \
+    if (NR > r) {                                                                          \
+        const unsigned char *p = w##r + (size_t)j * bs;                                    \
+        PF(p, 0)                                                                           \
+        uint32_t h = 0;                                                                    \
+        memcpy(&h, p, Q1 ? 4 : 2);                                                         \
+        const __m128i v = _mm_loadu_si128((const __m128i *)(p + bs - 16));                 \
+        const __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m4)), \
+                                                  _mm_and_si128(_mm_srli_epi16(v, 4), m4), 1); \
+        const __m256i is = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), ones), nc); \
+        const __m128 sc = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)), xs);        \
+        a##r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_broadcastss_ps(sc), a##r);  \
+        if (Q1) B2(r) = _mm256_add_ps(B2(r), _mm256_zextps128_ps256(_mm_and_ps(sc, lane1))); \
+    }
+        R8(S)
+#undef S
+    }
+    R8(HSUM)
+}
+
 #define NR_SWITCH(call)                                                                    \
     switch (nr) {                                                                          \
     case 8: call(8); break;                                                                \
@@ -333,6 +373,21 @@ AI void dot_i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, fl
     case 2: call(2); break;                                                                \
     default: call(1); break;                                                               \
     }
+
+/* q4_0 (Q1 = 0) or q4_1 rows: int8 x (emulated: this ISA has no VNNI) or f32 x */
+AI void dot_q4_any(const gemv_shape *s, const unsigned char *w, size_t rs, int nr,
+                   const gemv_x *x, float *out, const int Q1) {
+    const int64_t K = s->K;
+    if (s->i8 != GEMV_I8_NONE) {
+#define C(n) dot_q4i8(w, rs, K, x, out, s->pf, n, Q1)
+        NR_SWITCH(C)
+#undef C
+    } else {
+#define C(n) dot_q4(w, rs, K, x->xf, out, s->pf, n, Q1)
+        NR_SWITCH(C)
+#undef C
+    }
+}
 
 static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int nr,
                      const gemv_x *x, float *rowbuf, float *out) {
@@ -359,12 +414,8 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 #undef C
         }
         break;
-#define C(n) dot_q4(w, rs, K, x->xf, out, s->pf, n, 0)
-    case FE_DTYPE_Q4_0: NR_SWITCH(C) break;
-#undef C
-#define C(n) dot_q4(w, rs, K, x->xf, out, s->pf, n, 1)
-    case FE_DTYPE_Q4_1: NR_SWITCH(C) break;
-#undef C
+    case FE_DTYPE_Q4_0: dot_q4_any(s, w, rs, nr, x, out, 0); break;
+    case FE_DTYPE_Q4_1: dot_q4_any(s, w, rs, nr, x, out, 1); break;
     default: break;
     }
 }

@@ -9,9 +9,14 @@
  *   q8_0  16 i8 -> cvtepi8_epi32 -> f32, per block dot then * d;
  *   q4_0 / q4_1  16 bytes -> cvtepu8_epi32, low nibbles = elements 0..15, high = 16..31;
  *         d * dot(q, x) per block, plus m (q4_1) or -8 d (q4_0) times the block's x sum;
- *   act_int8 (q8_0 x int8 x): exact int32 block sums, either vpmaddwd on int16 (emulated)
- *         or AVX512-VNNI vpdpbusd (w ^ 0x80 as u8 times x as s8, less 128 * sum(x) per
- *         4 lanes, preset in the accumulator), then * (dw * dx) in f32.
+ *   act_int8, q8_0 W: exact int32 block sums, either vpmaddwd on int16 (emulated) or
+ *         AVX512-VNNI vpdpbusd (w ^ 0x80 as u8 times x as s8, less 128 * sum(x) per 4
+ *         lanes, preset in the accumulator), then * (dw * dx) in f32;
+ *   act_int8, q4 W: two blocks a step, their 32 nibble bytes unpacked into 64 u8 (low
+ *         nibbles of both blocks, then high; x is prepared in that order) and dotted with
+ *         x's int8 by vpdpbusd, or vpmaddubsw + vpmaddwd (emulated), into exact int32 lanes
+ *         (q4_0: -8 * sum(x) per 4 lanes preset), then * (d dx) in f32; q4_1 adds m (dx
+ *         sum(x)) per block. An odd last block goes alone in 256 bits.
  * The driver is driver.inc. */
 #include <immintrin.h>
 #include <string.h>
@@ -22,6 +27,7 @@
 #define GEMV_ISA FE_ISA_AVX512
 #define GEMV_KNAME fe_gemv_avx512
 #define GEMV_BF16_CHUNK 32
+#define GEMV_Q4_PAIRS 1
 
 #define AI static inline __attribute__((always_inline))
 #define R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
@@ -341,6 +347,96 @@ VNNI_N(2)
 VNNI_N(4)
 VNNI_N(8)
 
+/* vpdpbusd (acc += u8 u times s8 x, in groups of 4) as assembly: this file is built without
+ * -mavx512vnni and the q4 kernel below is shared with the emulated path, which must not
+ * carry VNNI code; it runs only where resolve found avx512vnni */
+AI __m512i dpbusd512(__m512i acc, __m512i u, __m512i x) {
+    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(x));
+    return acc;
+}
+AI __m256i dpbusd256(__m256i acc, __m256i u, __m256i x) {
+    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(x));
+    return acc;
+}
+/* the same integers emulated: u8 times s8 pairwise to s16 (vpmaddubsw; no saturation with
+ * u <= 15), pairs of those to s32 (vpmaddwd by 1) */
+AI __m512i idot512(__m512i acc, __m512i u, __m512i x, const int VN) {
+    if (VN) return dpbusd512(acc, u, x);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, x), _mm512_set1_epi16(1)));
+}
+AI __m256i idot256(__m256i acc, __m256i u, __m256i x, const int VN) {
+    if (VN) return dpbusd256(acc, u, x);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+}
+
+/* the f16 scales of q4 blocks at p (nb = 1 or 2 blocks, bs bytes apart) as 4 f32 lanes:
+ * (d0, m0, d1, m1), m = 0 for q4_0 */
+AI __m128 q4_scales(const unsigned char *p, size_t bs, int nb, const int Q1) {
+    uint32_t h0 = 0, h1 = 0;
+    memcpy(&h0, p, Q1 ? 4 : 2);
+    if (nb > 1) memcpy(&h1, p + bs, Q1 ? 4 : 2);
+    return _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128((int)h0), _mm_cvtsi32_si128((int)h1)));
+}
+
+/* act_int8 with q4_0 (Q1 = 0) or q4_1 (Q1 = 1) W, vpdpbusd (VN = 1) or emulated; x->q8 in
+ * pairs of blocks laid out low halves then high (gemv.h). Per pair and row: the 2 x 16
+ * nibble bytes t = (v0, v1) unpacked to u = (v0 & 15, v1 & 15, v0 >> 4, v1 >> 4), the
+ * elements x's q8 holds in that order; int32 lanes 0..3, 8..11 are block j's, 4..7, 12..15
+ * block j + 1's; sc = (d0, m0, d1, m1) * (dx0, dx0 t0, dx1, dx1 t1) gives both blocks' d dx
+ * (spread over their lanes) and m dx t (lanes 1, 3: q4_1's term, added into b). */
+AI void dot_q4i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, float *out,
+                 int64_t pf, const int NR, const int Q1, const int VN) {
+    const size_t bs = Q1 ? sizeof(fe_block_q4_1) : sizeof(fe_block_q4_0);
+    ROWS(unsigned char)
+    const int64_t nb = K / 32;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m512i spread = _mm512_set_epi32(2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0);
+    int64_t j = 0;
+    for (; j + 2 <= nb; j += 2) {
+        const __m512i xq = _mm512_loadu_si512(x->q8 + 32 * j);
+        const __m512i nc = Q1 ? _mm512_setzero_si512() : _mm512_loadu_si512(x->ncorr + 8 * j);
+        const __m128 xs = _mm_loadu_ps(x->dxs + 2 * j);
+#define S(r)                                                                               \
+    if (NR > r) {                                                                          \
+        const unsigned char *p = w##r + (size_t)j * bs;                                    \
+        PF(p, 0)                                                                           \
+        const __m256i t = _mm256_inserti128_si256(                                         \
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + bs - 16))),       \
+            _mm_loadu_si128((const __m128i *)(p + 2 * bs - 16)), 1);                       \
+        const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(t, m4)), \
+                                             _mm256_and_si256(_mm256_srli_epi16(t, 4), m4), 1); \
+        const __m512 sc = _mm512_castps128_ps512(_mm_mul_ps(q4_scales(p, bs, 2, Q1), xs)); \
+        a##r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(idot512(nc, u, xq, VN)),                 \
+                               _mm512_permutexvar_ps(spread, sc), a##r);                   \
+        if (Q1) b##r = _mm512_mask_add_ps(b##r, 0xa, b##r, sc);                            \
+    }
+        R8(S)
+#undef S
+    }
+    if (j < nb) { /* one block, x in its own order */
+        const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
+        const __m256i nc = Q1 ? _mm256_setzero_si256()
+                              : _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j));
+        const __m128 xs = _mm_castpd_ps(_mm_load_sd((const double *)(x->dxs + 2 * j)));
+        const __m128i m4h = _mm256_castsi256_si128(m4);
+#define S(r)                                                                               \
+    if (NR > r) {                                                                          \
+        const unsigned char *p = w##r + (size_t)j * bs;                                    \
+        const __m128i v = _mm_loadu_si128((const __m128i *)(p + bs - 16));                 \
+        const __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m4h)), \
+                                                  _mm_and_si128(_mm_srli_epi16(v, 4), m4h), 1); \
+        const __m128 sc = _mm_mul_ps(q4_scales(p, bs, 1, Q1), xs);                         \
+        const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(idot256(nc, u, xq, VN)),         \
+                                       _mm256_broadcastss_ps(sc));                         \
+        a##r = _mm512_add_ps(a##r, _mm512_insertf32x8(_mm512_setzero_ps(), f, 0));         \
+        if (Q1) b##r = _mm512_mask_add_ps(b##r, 0x2, b##r, _mm512_castps128_ps512(sc));    \
+    }
+        R8(S)
+#undef S
+    }
+    R8(HSUM)
+}
+
 #define NR_SWITCH(call)                                                                    \
     switch (nr) {                                                                          \
     case 8: call(8); break;                                                                \
@@ -348,6 +444,25 @@ VNNI_N(8)
     case 2: call(2); break;                                                                \
     default: call(1); break;                                                               \
     }
+
+/* q4_0 (Q1 = 0) or q4_1 rows: int8 x by VNNI or emulated, or f32 x */
+AI void dot_q4_any(const gemv_shape *s, const unsigned char *w, size_t rs, int nr,
+                   const gemv_x *x, float *out, const int Q1) {
+    const int64_t K = s->K;
+    if (s->i8 == GEMV_I8_VNNI) {
+#define C(n) dot_q4i8(w, rs, K, x, out, s->pf, n, Q1, 1)
+        NR_SWITCH(C)
+#undef C
+    } else if (s->i8 == GEMV_I8_EMUL) {
+#define C(n) dot_q4i8(w, rs, K, x, out, s->pf, n, Q1, 0)
+        NR_SWITCH(C)
+#undef C
+    } else {
+#define C(n) dot_q4(w, rs, K, x->xf, out, s->pf, n, Q1)
+        NR_SWITCH(C)
+#undef C
+    }
+}
 
 static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int nr,
                      const gemv_x *x, float *rowbuf, float *out) {
@@ -378,12 +493,8 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 #undef C
         }
         break;
-#define C(n) dot_q4(w, rs, K, x->xf, out, s->pf, n, 0)
-    case FE_DTYPE_Q4_0: NR_SWITCH(C) break;
-#undef C
-#define C(n) dot_q4(w, rs, K, x->xf, out, s->pf, n, 1)
-    case FE_DTYPE_Q4_1: NR_SWITCH(C) break;
-#undef C
+    case FE_DTYPE_Q4_0: dot_q4_any(s, w, rs, nr, x, out, 0); break;
+    case FE_DTYPE_Q4_1: dot_q4_any(s, w, rs, nr, x, out, 1); break;
     default: break;
     }
 }

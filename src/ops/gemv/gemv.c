@@ -1,8 +1,9 @@
 /* ops/gemv/gemv.c: the GEMV declaration: y = W·x with W (N, K) or (G, N, K) in f32, bf16,
  * f16, q8_0, q4_0 or q4_1, x (B, K) f32, y (B, N) f32; optional rmsnorm prologue, silu /
- * swiglu / residual epilogue, grouped matrices (repeat) and int8 activations (act_int8,
- * q8_0). Params, tunables, operands, infer (every inconsistent combination refused), resolve,
- * cost, workspace, test cases. Kernels: scalar.c, avx2.c, avx512.c; reference: shared.c. */
+ * swiglu / residual epilogue, grouped matrices (repeat) and int8 activations (act_int8, the
+ * block dtypes). Params, tunables, operands, infer (every inconsistent combination refused),
+ * resolve, cost, workspace, test cases. Kernels: scalar.c, avx2.c, avx512.c; reference:
+ * shared.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,8 +25,9 @@ static const fe_param_decl params[] = {
                      "with W (G, N, K): B = G * repeat and x row b uses W[b / repeat] (one "
                      "matrix serving consecutive batches, e.g. grouped-query attention)"},
     [GEMV_INT8] = {"act_int8", FE_PARAM_BOOL, 0, 1, 0, NULL,
-                   "q8_0 only: x quantised per 32-block to int8 (d = amax / 127, round half "
-                   "even) and dotted in exact integers per block"},
+                   "block dtypes (q8_0, q4_0, q4_1): x quantised per 32-block to int8 (dx = "
+                   "amax / 127, round half even) and dotted in exact integers per block, "
+                   "scaled by d dx (q4_1: plus m dx times the block's int8 sum)"},
 };
 
 static const fe_tunable_decl tunables[] = {
@@ -50,6 +52,8 @@ static const fe_tunable_decl tunables[] = {
 #define GEMV_WEIGHT_DTYPES                                                                 \
     (FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) |                   \
      FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
+
+#define GEMV_INT8_DTYPES (FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
 
 static const fe_operand_decl operands[] = {
     [GEMV_W] = {"w", FE_IN, GEMV_WEIGHT_DTYPES, 2, 3},
@@ -135,9 +139,10 @@ static fe_status infer(fe_op_ctx *c) {
                                 "per column of x; it has %lld", (long long)K,
                                 (long long)c->operands[GEMV_NW].shape[0]);
     }
-    if (c->params[GEMV_INT8] != 0 && w->dtype != FE_DTYPE_Q8_0)
-        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs q8_0 weights (int8 x int8 dot "
-                            "products); w is %s: set act_int8 = 0", dt);
+    if (c->params[GEMV_INT8] != 0 && !(FE_DT(w->dtype) & GEMV_INT8_DTYPES))
+        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs block weights (q8_0, q4_0 or "
+                            "q4_1: integer dot products per 32-block); w is %s: set act_int8 "
+                            "= 0", dt);
     c->ext[GEMV_B] = B;
     c->ext[GEMV_N] = N;
     c->ext[GEMV_K] = K;
@@ -151,10 +156,11 @@ static fe_status infer(fe_op_ctx *c) {
  * 2 streams a worker (bench_memory); in the Llama 3.2 1B BF16 decode (ferrum generate
  * --profile, runs alternated) swiglu at 4 rows of each matrix took ~12% longer than at 1 or
  * 2 and the plain GEMVs at 4 rows 0-8% longer than at 2, while SmolLM2's Q4_1 decode ran
- * 4-6% slower at 2 rows than at 4 and slower again with fewer swiglu rows. prefetch keeps its declared
- * default (2048 bytes: within noise of the best at every bench_gemv shape). int8_dot: VNNI
- * exactly where it can run (an act_int8 design on an avx512 device with avx512vnni); forced
- * off elsewhere, also over a call site. */
+ * 4-6% slower at 2 rows than at 4 and slower again with fewer swiglu rows; act_int8 keeps 4
+ * (bench_gemv, q4_1 / q4_0 2048x8192: 0.225 / 0.205 ms at 4 rows, 0.231 / 0.219 at 2, 0.27 /
+ * 0.23 at 8, one run). prefetch keeps its declared default (2048 bytes: within noise of the
+ * best at every bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
+ * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site. */
 static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
         bool swiglu = c->params[GEMV_EPI] == GEMV_EPI_SWIGLU;
@@ -272,6 +278,26 @@ static const fe_case cases[] = {
      P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
     {.name = "q8_0/int8_repeat", .dims = {6, 18, 96}, .n_dims = 3,
      P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_RESIDUAL)},
+    /* act_int8 with q4 W: K = 32 (one block, alone), 64 (one pair), 96 and 160 (pairs and an
+     * odd block), 576 and 1536 (SmolLM2's); N off 16 and off the workers' split; batches past
+     * a chunk; grouped; the epilogues and the prologue */
+    {.name = "q4_0/int8_k32", .dims = {1, 37, 32}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_1/int8_k32", .dims = {2, 45, 32}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_0/int8_k64", .dims = {1, 50, 64}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_1/int8_k64", .dims = {3, 33, 64}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_0/int8_k576", .dims = {1, 45, 576}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL)},
+    {.name = "q4_1/int8_k576", .dims = {11, 21, 576}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_0/int8_k1536", .dims = {2, 19, 1536}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q4_1/int8_k1536", .dims = {1, 40, 1536}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q4_1/int8_swiglu", .dims = {3, 21, 96}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q4_0/int8_repeat", .dims = {6, 18, 96}, .n_dims = 3,
+     P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_RESIDUAL)},
+    {.name = "q4_1/int8_repeat", .dims = {9, 23, 160}, .n_dims = 3,
+     P3("act_int8", 1, "repeat", 3, "epilogue", GEMV_EPI_RESIDUAL)},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},
@@ -280,7 +306,10 @@ static const fe_case cases[] = {
     {.name = "bf16/128256x2048", BIG(128256, 2048)},
     {.name = "q8_0/2048x8192", BIG(2048, 8192)},
     {.name = "q4_1/2048x8192", BIG(2048, 8192)},
+    {.name = "q4_0/2048x8192", BIG(2048, 8192)},
     {.name = "q8_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q4_1/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q4_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
 };
 
 static const fe_kernel_decl kernels[] = {

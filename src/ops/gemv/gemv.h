@@ -4,8 +4,10 @@
  * GEMV is y = W·x with W as a checkpoint stores it: (N, K) row-major, or (G, N, K) with
  * batch b using W[b / repeat]; dtypes f32, bf16, f16, q8_0, q4_0, q4_1; x (B, K) f32;
  * y (B, N) f32. An rmsnorm prologue normalises x first; an epilogue applies silu, swiglu
- * (with the paired Up matrix) or adds a residual. With act_int8 (q8_0 only) x is quantised
- * per 32-block to int8 and the dot products are exact integer sums per block.
+ * (with the paired Up matrix) or adds a residual. With act_int8 (block dtypes: q8_0, q4_0,
+ * q4_1) x is quantised per 32-block to int8 (x ~ dx * xq) and each block's dot is exact
+ * integer sums, then scaled: d dx sum(wq xq) for q8_0; d dx sum((q - 8) xq) for q4_0;
+ * d dx sum(q xq) + m dx sum(xq) for q4_1 (q the nibbles 0..15, as llama.cpp's Q4_1 x Q8_1).
  *
  * Workers split the bounded rows (never K), so no reduction crosses workers. Each worker
  * prepares x ("x prep": normalised, laid out for the ISA's bf16 widening, quantised) for up
@@ -52,9 +54,15 @@ void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s);
 
 /* One batch's x as the dot products read it. xf: f32 x (normalised when the prologue runs;
  * for bf16 W on avx2/avx512, each chunk of 2c elements laid out evens then odds, zero past
- * K up to KP); for act_int8: q8 (x quantised, zero past K), q16 (the same as int16), dx (one
- * scale per 32-block), ncorr (-128 times each group of 4 q8 summed, for vpdpbusd), dx16
- * (per pair of blocks: 8 lanes of each scale). */
+ * K up to KP); for act_int8: q8 (x quantised, zero past K; for q4 W on avx512, each full
+ * pair of blocks laid out as the nibbles unpack: elements 0..15 of both blocks, then 16..31
+ * of both), dx (one scale per 32-block), and by W's dtype:
+ *   q8_0  q16 (q8 as int16, emulated dots), ncorr (-128 times each group of 4 q8 summed,
+ *         vpdpbusd's offset for w ^ 0x80) and dx16 (per pair of blocks: 8 lanes of each
+ *         scale), both for VNNI;
+ *   q4_0, q4_1  dxs: per block (dx, dx * sum of its q8), the scales of d's term and of
+ *         m's (q4_1); for q4_0 also ncorr: -8 times each group of 4 q8 (as laid out)
+ *         summed, the nibbles' offset, preset in the integer sums. */
 typedef struct gemv_x {
     const float *xf;
     const int8_t *q8;
@@ -62,6 +70,7 @@ typedef struct gemv_x {
     const float *dx;
     const int32_t *ncorr;
     const float *dx16;
+    const float *dxs;
 } gemv_x;
 
 /* Workspace: per worker, `chunk` batch slots of prepared x, then (scalar kernel) dequantised
@@ -79,6 +88,12 @@ void fe_gemv_rmsnorm_x(const float *x, const float *nw, int64_t K, double eps, f
  * computed as x * (1 / d) in f32. K a multiple of 32. */
 void fe_gemv_quant_x(const float *x, int64_t K, int8_t *q, float *dx);
 
+/* act_int8's dot of one W row (K / 32 blocks of q8_0, q4_0 or q4_1 at row) with x as q
+ * (natural order) and dx, exactly as the design defines it: per block exact integer sums,
+ * scaled in double (gemv.h's opening). The reference's and the scalar kernel's. */
+double fe_gemv_dot_int8(fe_dtype dt, const unsigned char *row, const int8_t *q, const float *dx,
+                        int64_t K);
+
 /* y for a computed dot a (and up dot u, residual r) under the epilogue */
 static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
     switch (epi) {
@@ -89,7 +104,7 @@ static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
     }
 }
 
-/* the reference (plain double over fe_dequant_row rows) */
+/* the reference (plain double over fe_dequant_row rows; act_int8 by fe_gemv_dot_int8) */
 void fe_gemv_reference(const fe_args *a, const fe_design *d);
 
 void fe_gemv_scalar(const fe_args *, const fe_design *, int, int);

@@ -1,7 +1,7 @@
 /* ops/gemv/shared.c: what GEMV's declaration, reference and per-ISA kernels share: the run
  * shape, the workspace layout, the prologue and act_int8's quantisation of x (plain C, one
  * copy, so kernels and reference quantise identical inputs identically), and the reference
- * (plain double over fe_dequant_row-decoded rows). */
+ * (plain double over fe_dequant_row-decoded rows; act_int8 in exact integer block sums). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +44,9 @@ static bool needs_xf(const gemv_shape *s, fe_isa isa) {
 size_t fe_gemv_slot_bytes(const gemv_shape *s, fe_isa isa) {
     size_t kp = (size_t)s->KP, n = 0;
     if (needs_xf(s, isa)) n += kp * 4;
-    /* q16, q8, ncorr (kp/4 int32), dx (kp/32 floats), dx16 (kp/4 floats) */
-    if (s->i8 != GEMV_I8_NONE) n += kp * 2 + kp + kp + kp / 8 + kp;
+    /* q16, q8, ncorr (kp/4 int32), dx (kp/32 floats), dx16 (kp/4 floats), dxs (kp/16
+     * floats) */
+    if (s->i8 != GEMV_I8_NONE) n += kp * 2 + kp + kp + kp / 8 + kp + kp / 4;
     return (n + 63) / 64 * 64;
 }
 
@@ -74,6 +75,8 @@ void fe_gemv_slot_layout(const gemv_shape *s, fe_isa isa, unsigned char *p, gemv
         x->dx16 = (const float *)p;
         p += kp;
         x->dx = (const float *)p;
+        p += kp / 8;
+        x->dxs = (const float *)p;
     }
 }
 
@@ -110,9 +113,41 @@ void fe_gemv_quant_x(const float *x, int64_t K, int8_t *q, float *dx) {
     }
 }
 
+/* per block s = sum(wq xq) (wq: q8_0's qs, q4_0's nibble - 8, q4_1's nibble) and t = sum(xq)
+ * in int32, exact; then d dx s (+ m dx t) in double: d dx is exact (11 + 24 significant
+ * bits), each product rounds at most once (q8_0's s takes up to 19 bits) */
+double fe_gemv_dot_int8(fe_dtype dt, const unsigned char *row, const int8_t *q, const float *dx,
+                        int64_t K) {
+    double acc = 0;
+    for (int64_t k = 0; k < K / 32; k++) {
+        const int8_t *xq = q + 32 * k;
+        int32_t s = 0, t = 0;
+        double d, m = 0;
+        for (int j = 0; j < 32; j++) t += xq[j];
+        if (dt == FE_DTYPE_Q8_0) {
+            const fe_block_q8_0 *b = (const fe_block_q8_0 *)row + k;
+            for (int j = 0; j < 32; j++) s += b->qs[j] * xq[j];
+            d = fe_f16_to_f32(b->d);
+        } else {
+            bool q1 = dt == FE_DTYPE_Q4_1;
+            const fe_block_q4_0 *b0 = (const fe_block_q4_0 *)row + k;
+            const fe_block_q4_1 *b1 = (const fe_block_q4_1 *)row + k;
+            const uint8_t *qs = q1 ? b1->qs : b0->qs;
+            int off = q1 ? 0 : 8;
+            for (int j = 0; j < 16; j++)
+                s += ((qs[j] & 15) - off) * xq[j] + ((qs[j] >> 4) - off) * xq[j + 16];
+            d = fe_f16_to_f32(q1 ? b1->d : b0->d);
+            if (q1) m = fe_f16_to_f32(b1->m);
+        }
+        acc += d * dx[k] * s + m * dx[k] * t;
+    }
+    return acc;
+}
+
 /* The reference: every bounded (batch, row) from W[g] rows decoded by fe_dequant_row, dot
  * products, prologue and epilogue in double. act_int8 designs take x quantised exactly as the
- * kernels do (fe_gemv_rmsnorm_x, fe_gemv_quant_x), so it is exact about what they compute. */
+ * kernels do (fe_gemv_rmsnorm_x, fe_gemv_quant_x) and dot it block by block in integers
+ * (fe_gemv_dot_int8), so the reference is exact about what they compute. */
 void fe_gemv_reference(const fe_args *a, const fe_design *d) {
     gemv_shape s;
     fe_gemv_shape(a, d, &s);
@@ -138,7 +173,6 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
             if (s.pro == GEMV_PRO_RMSNORM) fe_gemv_rmsnorm_x(x, nw, K, d->params[GEMV_EPS], xn);
             else memcpy(xn, x, (size_t)K * 4);
             fe_gemv_quant_x(xn, K, q, dx);
-            for (int64_t j = 0; j < K; j++) xd[j] = (double)dx[j / 32] * q[j];
         } else if (s.pro == GEMV_PRO_RMSNORM) {
             double ss = 0;
             for (int64_t j = 0; j < K; j++) ss += (double)x[j] * x[j];
@@ -149,12 +183,17 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
         }
         for (int64_t r = 0; r < s.rows; r++) {
             size_t off = (size_t)g * s.ms + (size_t)r * s.rs;
-            fe_dequant_row(s.dt, W + off, row, K);
             double acc = 0, up = 0;
-            for (int64_t j = 0; j < K; j++) acc += (double)row[j] * xd[j];
-            if (U) {
-                fe_dequant_row(s.dt, U + off, urow, K);
-                for (int64_t j = 0; j < K; j++) up += (double)urow[j] * xd[j];
+            if (s.i8 != GEMV_I8_NONE) {
+                acc = fe_gemv_dot_int8(s.dt, W + off, q, dx, K);
+                if (U) up = fe_gemv_dot_int8(s.dt, U + off, q, dx, K);
+            } else {
+                fe_dequant_row(s.dt, W + off, row, K);
+                for (int64_t j = 0; j < K; j++) acc += (double)row[j] * xd[j];
+                if (U) {
+                    fe_dequant_row(s.dt, U + off, urow, K);
+                    for (int64_t j = 0; j < K; j++) up += (double)urow[j] * xd[j];
+                }
             }
             double y = acc;
             switch (s.epi) {
