@@ -33,6 +33,7 @@
 
 #include "core/alloc.h"
 #include "lm/causal.h"
+#include "lm/checks.h"
 #include "lm/gguf.h"
 #include "lm/tokenizer.h"
 #include "support/lm_fixtures.h"
@@ -104,7 +105,9 @@ static struct {
     fe_lm_config cfg;
     fe_llama_weights w;
     bool have_weights;
-    fe_causal *m;
+    fe_causal *m;  /* f32 activations: exact to the dequantised weights (the "f32" run) */
+    fe_causal *m8; /* int8 activations in the GEMVs (`ferrum generate`'s default), against
+                    * llama.cpp's own Q4_1 x Q8_1 path (the "q4_1" run) */
 } S;
 
 /* ---- the fixture ---- */
@@ -220,9 +223,10 @@ static ref_run *find_run(const char *name) {
 
 /* ---- the model ---- */
 
-static fe_causal *make_model(const fe_llama_weights *w) {
+static fe_causal *make_model(const fe_llama_weights *w, bool int8) {
     fe_causal_options o = fe_causal_options_default();
     o.max_seq_len = 512;
+    o.decode_dot = int8 ? FE_DECODE_DOT_AUTO : FE_DECODE_DOT_F32;
     o.temperature = 0; /* greedy */
     fe_causal *m = NULL;
     fe_error err = {0};
@@ -248,10 +252,14 @@ static void need_model(void) {
             fail_msg("%s", err.message);
         S.have_weights = true;
     }
-    if (!S.m) S.m = make_model(&S.w);
+    if (!S.m) S.m = make_model(&S.w, false);
+    if (!S.m8) S.m8 = make_model(&S.w, true);
     const char *base = strrchr(path, '/');
     assert_string_equal(S.ref.model, base ? base + 1 : path);
 }
+
+/* The model a run is compared with: int8 activations against llama.cpp's quantised path */
+static fe_causal *model_for(const ref_run *r) { return strcmp(r->name, "f32") ? S.m8 : S.m; }
 
 /* ferrum's teacher-forced logits over a run's ids, computed once. */
 static const float *teacher_forced(ref_run *r) {
@@ -259,8 +267,8 @@ static const float *teacher_forced(ref_run *r) {
     if (!r->tf) {
         r->tf = malloc((size_t)r->n_pos * (size_t)S.cfg.vocab * sizeof *r->tf);
         assert_non_null(r->tf);
-        if (fe_causal_teacher_forced(S.m, r->ids, r->n_pos, r->tf) != FE_OK)
-            fail_msg("teacher-forced: %s", fe_causal_message(S.m));
+        if (fe_causal_teacher_forced(model_for(r), r->ids, r->n_pos, r->tf) != FE_OK)
+            fail_msg("teacher-forced: %s", fe_causal_message(model_for(r)));
     }
     return r->tf;
 }
@@ -457,12 +465,13 @@ static int check_greedy(const char *name) {
     assert_true(ng <= 256);
     const float *logits;
     int32_t next;
-    if (fe_causal_prompt(S.m, r->ids, np, &logits, &next) != FE_OK)
-        fail_msg("prompt: %s", fe_causal_message(S.m));
+    fe_causal *m = model_for(r);
+    if (fe_causal_prompt(m, r->ids, np, &logits, &next) != FE_OK)
+        fail_msg("prompt: %s", fe_causal_message(m));
     got[0] = next;
     collect c = {got + 1, 0, ng - 1};
-    if (ng > 1 && fe_causal_decode(S.m, ng - 1, on_token, &c) != FE_OK)
-        fail_msg("decode: %s", fe_causal_message(S.m));
+    if (ng > 1 && fe_causal_decode(m, ng - 1, on_token, &c) != FE_OK)
+        fail_msg("decode: %s", fe_causal_message(m));
     assert_int_equal(c.n, ng - 1);
     /* gen[j] is drawn from position np - 1 + j; compare up to the first undecided one */
     int j = 0;
@@ -480,6 +489,49 @@ static int check_greedy(const char *name) {
     if (j < ng)
         print_message("  stopped at token %d: margin %.4g\n", j, r->pos[np - 1 + j].margin);
     return j;
+}
+
+/* The decode step's int8 activations (`ferrum generate`'s default on block matrices)
+ * against the same model in f32: 48 greedy tokens decoded with int8 GEMVs, their logits
+ * compared with the f32 model's teacher-forced over the same tokens. */
+typedef struct { int n, cap; int32_t *tok; float *logits; int64_t V; } decoded;
+
+static int keep_decoded(void *user, int32_t tok, const float *logits) {
+    decoded *d = user;
+    d->tok[d->n] = tok;
+    memcpy(d->logits + (int64_t)d->n * d->V, logits, (size_t)d->V * sizeof(float));
+    return ++d->n >= d->cap;
+}
+
+static void int8_decode_stays_close_to_f32(void **state) {
+    (void)state;
+    need_model();
+    ref_run *r = find_run("f32");
+    enum { G = 48 };
+    int np = S.ref.n_prompt;
+    int64_t V = S.cfg.vocab;
+    int32_t *ids = malloc((size_t)(np + G + 1) * sizeof *ids);
+    float *got = malloc((size_t)G * (size_t)V * sizeof *got);
+    float *ref = malloc((size_t)(np + G) * (size_t)V * sizeof *ref);
+    assert_true(ids && got && ref);
+    memcpy(ids, r->ids, (size_t)np * sizeof *ids);
+    const float *logits;
+    int32_t next;
+    if (fe_causal_prompt(S.m8, ids, np, &logits, &next) != FE_OK) fail_msg("%s", fe_causal_message(S.m8));
+    ids[np] = next;
+    decoded d = {0, G, ids + np + 1, got, V};
+    if (fe_causal_decode(S.m8, G, keep_decoded, &d) != FE_OK) fail_msg("%s", fe_causal_message(S.m8));
+    assert_int_equal(d.n, G);
+    /* got[j] was computed at position np + j (after ids[np + j]) */
+    if (fe_causal_teacher_forced(S.m, ids, np + G, ref) != FE_OK) fail_msg("%s", fe_causal_message(S.m));
+    fe_kl_stats k;
+    assert_int_equal(fe_kl_compare(ref + (int64_t)np * V, got, G, V, &k), FE_OK);
+    print_message("int8 decode against f32 over %d tokens: KL mean %.3g p90 %.3g max %.3g, top-1 "
+                  "mismatches %d, max |dlogit| %.3g of spread %.3g\n", G, k.mean, k.p90, k.max,
+                  k.top1_mismatches, k.max_abs_diff, k.spread);
+    assert_true(k.mean <= 0.01 && k.p90 <= 0.02 && k.max <= 0.1); /* inside the seed's floor */
+    assert_true(k.top1_mismatches <= G / 8);
+    free(ids), free(got), free(ref);
 }
 
 static void f32_top1_is_llama_cpp_where_decided(void **state) { (void)state; check_top1("f32"); }
@@ -511,7 +563,7 @@ static void kl_check_fails_a_slightly_wrong_model(void **state) {
     for (int64_t i = 0; i < d; i++) norm[i] = src[i] * 1.05f;
     fe_llama_weights wrong = S.w; /* shares the layers; the copy is never freed */
     wrong.norm = fe_tensor_contiguous(norm, FE_DTYPE_F32, 1, &d);
-    fe_causal *m = make_model(&wrong);
+    fe_causal *m = make_model(&wrong, false);
     float *tf = malloc((size_t)r->n_pos * (size_t)S.cfg.vocab * sizeof *tf);
     if (fe_causal_teacher_forced(m, r->ids, r->n_pos, tf) != FE_OK)
         fail_msg("teacher-forced: %s", fe_causal_message(m));
@@ -545,6 +597,7 @@ static int teardown(void **state) {
     }
     free(S.ref.prompt_ids);
     fe_causal_destroy(S.m);
+    fe_causal_destroy(S.m8);
     if (S.have_weights) fe_llama_weights_free(&S.w);
     fe_gguf_close(S.g);
     fe_device_destroy(S.dev);
@@ -562,6 +615,7 @@ int main(void) {
         cmocka_unit_test(q4_1_kl_to_llama_cpp_is_within_its_rounding),
         cmocka_unit_test(q4_1_greedy_continuation_is_llama_cpp_while_decided),
         cmocka_unit_test(kl_check_fails_a_slightly_wrong_model),
+        cmocka_unit_test(int8_decode_stays_close_to_f32),
     };
     return cmocka_run_group_tests_name("smollm2", tests, setup, teardown);
 }

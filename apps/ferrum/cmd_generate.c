@@ -49,6 +49,9 @@ static void generate_usage(FILE *f) {
             "  --prefill-dot bf16|f32 prefill dot products over bf16 matrices: bf16 (the default:\n"
             "                         activations rounded to bf16, ~1.7x faster where the CPU\n"
             "                         has AVX512_BF16, as llama.cpp does) or f32 (exact)\n"
+            "  --decode-dot int8|f32  GEMV dot products over q8_0/q4_0/q4_1 matrices: int8 (the\n"
+            "                         default: activations in int8 per 32-block, exact integer\n"
+            "                         sums, as llama.cpp does) or f32 (exact)\n"
             "  --profile              time every step; print where a prefill chunk and a decode\n"
             "                         step spend their time, by operator and weight\n");
 }
@@ -98,6 +101,9 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
         else if (!strcmp(o, "--system")) a->system = v;
         else if (!strcmp(o, "--write-safetensors")) a->write_safetensors = v, ok = *v != '\0';
         else if (!strcmp(o, "--dtype")) a->dtype = v, ok = !strcmp(v, "f32") || !strcmp(v, "bf16");
+        else if (!strcmp(o, "--decode-dot"))
+            ok = !strcmp(v, "int8") || !strcmp(v, "f32"),
+            a->decode_dot = !strcmp(v, "f32") ? FE_DECODE_DOT_F32 : FE_DECODE_DOT_AUTO;
         else if (!strcmp(o, "--prefill-dot"))
             ok = !strcmp(v, "bf16") || !strcmp(v, "f32"),
             a->prefill_dot = !strcmp(v, "bf16") ? FE_PREFILL_DOT_BF16 : FE_PREFILL_DOT_F32;

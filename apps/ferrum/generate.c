@@ -368,6 +368,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
     co.packaging = a->each_step ? FE_PACK_EACH_STEP : FE_PACK_AUTO;
     co.verbose = a->verbose;
     co.prefill_dot = a->prefill_dot;
+    co.decode_dot = a->decode_dot;
     if (fe_causal_create(s.dev, &s.w, &co, &s.m, &err) != FE_OK) {
         fail(io, "building the model", err.message);
         goto done;

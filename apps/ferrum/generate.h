@@ -16,7 +16,7 @@ typedef struct gen_args {
     double temperature, top_p;
     uint64_t seed, random_seed;
     bool random_weights, chat, each_step, check_accuracy, verbose, profile;
-    int prefill_dot; /* fe_causal_options.prefill_dot */
+    int prefill_dot, decode_dot; /* fe_causal_options' */
 } gen_args;
 
 int fe_generate_run(const gen_args *a, const fe_cli_io *io);

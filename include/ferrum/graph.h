@@ -125,6 +125,9 @@ FE_API fe_status fe_call(fe_trace *t, fe_graph *inner, const fe_h *inputs, int n
                          fe_h *outs, int max_outs, int *n_outs);
 /* The shape of a traced tensor into shape[]; returns its rank (0 for no tensor). */
 FE_API int fe_shape(const fe_trace *t, fe_h x, int64_t shape[FE_MAX_RANK]);
+/* The dtype of a traced tensor (FE_DTYPE_COUNT for no tensor): a body picks an operator's
+ * design by it, e.g. int8 activations for a block-quantised weight. */
+FE_API fe_dtype fe_dtype_of(const fe_trace *t, fe_h x);
 /* The first error of the trace (FE_OK when none). A body returns it. */
 FE_API fe_status fe_trace_status(const fe_trace *t);
 

@@ -26,6 +26,11 @@ int fe_shape(const fe_trace *t, fe_h x, int64_t shape[FE_MAX_RANK]) {
     return v->rank;
 }
 
+fe_dtype fe_dtype_of(const fe_trace *t, fe_h x) {
+    const fe_view *v = fe_trace_view(t, x);
+    return v ? v->dtype : FE_DTYPE_COUNT;
+}
+
 void fe_trace_init(fe_trace *t, fe_graph *g, const fe_named_tensor *sig, int n_sig) {
     memset(t, 0, sizeof *t);
     t->g = g;

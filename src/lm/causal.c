@@ -56,7 +56,7 @@ static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
 /* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), whether the chunk's
  * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), and the model's
  * RMSNorm epsilon */
-typedef struct { bool decode, act_bf16; double eps; } mm_mode;
+typedef struct { bool decode, act_bf16, act_int8; double eps; } mm_mode;
 
 /* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
  * step's GEMVs compute themselves (their rmsnorm prologue) instead of a step before them */
@@ -64,11 +64,17 @@ typedef struct { fe_h x, norm; } act;
 
 static act plain(fe_h x) { return (act){x, FE_NO_TENSOR}; }
 
-/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor */
+/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor. Block-
+ * quantised W with act_int8 on: a in int8 per 32-block, integer dot products (GEMV act_int8,
+ * as llama.cpp's Q8 activations) */
 static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res, int epi) {
     fe_h in[5] = {w, a.x, up, res, a.norm};
-    fe_setting s[3] = {{"epilogue", epi}, {"prologue", 1 /* rmsnorm */}, {"eps", mm.eps}};
-    int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = a.norm.id ? 3 : 1;
+    fe_dtype wdt = fe_dtype_of(t, w);
+    bool int8 = mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+    fe_setting s[4] = {{"epilogue", epi}, {"act_int8", 1}, {"prologue", 1 /* rmsnorm */}, {"eps", mm.eps}};
+    int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
+    if (int8) s[n++] = s[1];
+    if (a.norm.id) s[n++] = s[2], s[n++] = s[3];
     if (dst.id) return fe_apply_into(t, dst, "GEMV", in, n_in, s, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
     return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
 }
@@ -119,7 +125,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens");
-    mm_mode mm = {decode, !decode && m->prefill_bf16, c->rms_eps};
+    mm_mode mm = {decode, !decode && m->prefill_bf16, m->o.decode_dot != FE_DECODE_DOT_F32, c->rms_eps};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
     fe_h ids = decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
@@ -160,8 +166,8 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     /* the last row alone goes to the head */
     fe_h last = decode ? x : fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
     fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
-    fe_h head[2] = {fe_weight(t, "lm_head"), xn};
-    fe_h logits = fe_apply(t, "GEMV", head, 2, NULL, 0, NULL, 0);
+    fe_h logits = gemv(t, mm, FE_NO_TENSOR, fe_weight(t, "lm_head"), plain(xn), FE_NO_TENSOR,
+                       FE_NO_TENSOR, 0);
     fe_setting sp[4] = {{"temperature", m->o.temperature}, {"top_k", (double)m->o.top_k},
                         {"top_p", m->o.top_p}, {"seed", (double)m->o.seed}};
     fe_value_set draw = {"pos", end};
