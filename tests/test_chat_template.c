@@ -22,6 +22,7 @@
 #include "lm/chat_template.h"
 #include "lm/gguf.h"
 #include "lm/safetensors_write.h"
+#include "support/cli_run.h"
 #include "support/lm_fixtures.h"
 #include "support/tiny_llama.h"
 
@@ -292,28 +293,8 @@ static void failed_allocations_are_nomem(void **s) {
 static int code;
 static char out[1 << 14], errs[1 << 14];
 
-static void run(int argc, const char **argv) {
-    FILE *o = tmpfile(), *e = tmpfile();
-    assert_non_null(o);
-    assert_non_null(e);
-    fe_cli_io io = {o, e};
-    code = fe_cli_main(argc, (char **)argv, &io);
-    size_t n;
-    rewind(o);
-    n = fread(out, 1, sizeof out - 1, o);
-    out[n] = '\0';
-    rewind(e);
-    n = fread(errs, 1, sizeof errs - 1, e);
-    errs[n] = '\0';
-    fclose(o);
-    fclose(e);
-}
 
-#define RUN(...)                                           \
-    do {                                                   \
-        const char *argv_[] = {"ferrum", __VA_ARGS__};     \
-        run((int)(sizeof argv_ / sizeof argv_[0]), argv_); \
-    } while (0)
+#define RUN(...) CLI_RUN_INTO(code, out, errs, __VA_ARGS__)
 
 /* A byte-level BPE tokenizer.json with the 256 byte tokens (ids 0..255), no merges, and
  * ChatML's two special tokens (256, 257) when chatml. */

@@ -11,6 +11,7 @@
 
 #include "../apps/ferrum/cli.h"
 #include "ops/op.h"
+#include "support/cli_run.h"
 
 typedef struct {
     int code;
@@ -19,28 +20,7 @@ typedef struct {
 
 static cli_result res;
 
-static void run(int argc, const char **argv) {
-    FILE *o = tmpfile(), *e = tmpfile();
-    assert_non_null(o);
-    assert_non_null(e);
-    fe_cli_io io = {o, e};
-    res.code = fe_cli_main(argc, (char **)argv, &io);
-    size_t n;
-    rewind(o);
-    n = fread(res.out, 1, sizeof res.out - 1, o);
-    res.out[n] = '\0';
-    rewind(e);
-    n = fread(res.err, 1, sizeof res.err - 1, e);
-    res.err[n] = '\0';
-    fclose(o);
-    fclose(e);
-}
-
-#define RUN(...)                                              \
-    do {                                                      \
-        const char *argv_[] = {"ferrum", __VA_ARGS__};        \
-        run((int)(sizeof argv_ / sizeof argv_[0]), argv_);    \
-    } while (0)
+#define RUN(...) CLI_RUN_INTO(res.code, res.out, res.err, __VA_ARGS__)
 
 static void version_and_help(void **s) {
     (void)s;
@@ -54,7 +34,7 @@ static void version_and_help(void **s) {
     assert_int_equal(res.code, 0);
     assert_non_null(strstr(res.out, "usage: ferrum ops"));
     const char *argv0[] = {"ferrum"};
-    run(1, argv0);
+    res.code = cli_run(1, argv0, res.out, sizeof res.out, res.err, sizeof res.err);
     assert_int_equal(res.code, 2);
     assert_non_null(strstr(res.err, "usage"));
 }

@@ -25,6 +25,7 @@
 #include "lm/safetensors.h"
 #include "lm/safetensors_write.h"
 #include "lm/weights.h"
+#include "support/cli_run.h"
 #include "support/lm_fixtures.h"
 #include "support/tiny_llama.h"
 
@@ -514,28 +515,8 @@ static void failed_allocations_are_nomem(void **s) {
 static int code;
 static char out[1 << 14], errs[1 << 14];
 
-static void run(int argc, const char **argv) {
-    FILE *o = tmpfile(), *e = tmpfile();
-    assert_non_null(o);
-    assert_non_null(e);
-    fe_cli_io io = {o, e};
-    code = fe_cli_main(argc, (char **)argv, &io);
-    size_t n;
-    rewind(o);
-    n = fread(out, 1, sizeof out - 1, o);
-    out[n] = '\0';
-    rewind(e);
-    n = fread(errs, 1, sizeof errs - 1, e);
-    errs[n] = '\0';
-    fclose(o);
-    fclose(e);
-}
 
-#define RUN(...)                                           \
-    do {                                                   \
-        const char *argv_[] = {"ferrum", __VA_ARGS__};     \
-        run((int)(sizeof argv_ / sizeof argv_[0]), argv_); \
-    } while (0)
+#define RUN(...) CLI_RUN_INTO(code, out, errs, __VA_ARGS__)
 
 static char *slurp(const char *dir, const char *name, size_t *n) {
     char path[160];
