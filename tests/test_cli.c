@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -79,6 +80,12 @@ static void draw_writes_dot_for_each_example(void **s) {
     assert_int_equal(res.code, 2);
     RUN("draw", "--help");
     assert_int_equal(res.code, 0);
+    const char *made[] = {"chain.dot", "chain.svg"}; /* the SVG when graphviz is installed */
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, made[i]);
+        remove(path);
+    }
+    assert_int_equal(rmdir(dir), 0); /* nothing else was left in it */
 }
 
 static void bad_input_is_answered_not_crashed(void **s) {
