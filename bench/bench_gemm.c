@@ -12,7 +12,9 @@
  *      (target >= 70%), and ferrum/OpenBLAS as the median of the paired ratios (target
  *      >= 0.9). bf16 cases are compared with OpenBLAS in f32 (it has no bf16 B). A case
  *      whose kernel resolved bf16_dot (act_bf16 on AVX512_BF16) can pass 100% of the FMA
- *      peak; it is judged against the bf16 dot peak instead, printed beside it.
+ *      peak; it is judged against the bf16 dot peak instead, printed beside it, and runs
+ *      again with every other bf16 dot design (bf16_dot 1, packed k-pairs; 2, B's rows as
+ *      stored), one line each, so the designs are compared in the same run.
  *   3. the CPU share other processes took during the run.
  * OpenBLAS runs the kernels it picks for this CPU (see peer_at_its_best).
  * The VM is shared: every figure is a median with its spread, and pairing adjacent runs
@@ -100,8 +102,10 @@ typedef struct {
     int cases, peak_ok, peer_ok, failed;
 } tally;
 
-static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double *peak,
-                       double *dot_peak, tally *tl) {
+/* Times case c with the kernel's resolved design, or with bf16_dot = `dot` where dot >= 0.
+ * Returns the bf16_dot the kernel ran (-1 when it was not made). */
+static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot_choice,
+                      double *peak, double *dot_peak, tally *tl) {
     /* the peak again, right before the case: a neighbour that held a core while it was first
      * measured would otherwise flatter every % of it */
     double again, again_med;
@@ -113,20 +117,21 @@ static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double
     fe_tensor ops[FE_MAX_OPERANDS];
     memset(ops, 0, sizeof ops);
     op->operands_for(c, params, ops);
-    fe_setting tun = {"WIDTH", info->n_workers};
+    fe_setting tun[2] = {{"WIDTH", info->n_workers}, {"bf16_dot", dot_choice}};
     fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
-                         .params = c->params, .n_params = c->n_params, .tunables = &tun,
-                         .n_tunables = 1};
+                         .params = c->params, .n_params = c->n_params, .tunables = tun,
+                         .n_tunables = dot_choice >= 0 ? 2 : 1};
     fe_error err = {0};
     fe_kernel *k = NULL;
     tl->cases++;
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) {
-        printf("  %-18s cannot make the kernel: %s\n", c->name, err.message);
+        printf("  %-21s cannot make the kernel: %s\n", c->name, err.message);
         tl->failed++;
-        return;
+        return -1;
     }
     const int64_t M = ops[0].shape[0], K = ops[0].shape[1], N = ops[1].shape[0];
-    const bool dot = fe_kernel_tunable(k, "bf16_dot") == 1;
+    const int dot_ran = (int)fe_kernel_tunable(k, "bf16_dot");
+    const bool dot = dot_ran >= 1;
     if (dot) {
         fma_peak_of(dev, true, 3, &again, &again_med, &lanes);
         if (again > *dot_peak) *dot_peak = again;
@@ -145,7 +150,7 @@ static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double
     float *pc = fe_aligned_alloc(64, (size_t)(M * N) * 4);
     if (!pa || !pb || !pc) ok = false;
     if (!ok) {
-        printf("  %-18s out of memory for the operands\n", c->name);
+        printf("  %-21s out of memory for the operands\n", c->name);
         tl->failed++;
     } else {
         memcpy(pa, ops[0].data, (size_t)(M * K) * 4);
@@ -174,7 +179,7 @@ static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double
             if (runs >= MIN_RUNS && (double)(t2 - start) * 1e-9 > TIME_BUDGET_S) break;
         }
         if (!ok) {
-            printf("  %-18s run refused: %s\n", c->name, fe_kernel_message(k));
+            printf("  %-21s run refused: %s\n", c->name, fe_kernel_message(k));
             tl->failed++;
         } else {
             double gm = median_of(g, runs), pm = median_of(p, runs), rm = median_of(ratio, runs);
@@ -182,10 +187,11 @@ static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double
             bool pk = (dot ? dpct : pct) >= PEAK_TARGET, pr = rm >= PEER_TARGET;
             tl->peak_ok += pk;
             tl->peer_ok += pr;
-            char dot_note[48] = "";
-            if (dot) snprintf(dot_note, sizeof dot_note, "  (%.1f%% of the bf16 dot peak)",
+            char dot_note[64] = "";
+            if (dot) snprintf(dot_note, sizeof dot_note, "  (bf16_dot %d %s: %.1f%% of the "
+                              "bf16 dot peak)", dot_ran, dot_ran == 1 ? "packed" : "rows",
                               100 * dpct);
-            printf("  %-18s %4lld x %5lld x %5lld  %7.1f (%6.1f..%6.1f)  %5.1f%% %-5s  %7.1f "
+            printf("  %-21s %4lld x %5lld x %5lld  %7.1f (%6.1f..%6.1f)  %5.1f%% %-5s  %7.1f "
                    "(%6.1f..%6.1f)  %5.2f %-5s  MC=%lld NC=%lld KC=%lld%s\n",
                    c->name, (long long)M, (long long)N, (long long)K, gm, min_of(g, runs),
                    max_of(g, runs), 100 * pct, pk ? "PASS" : "BELOW", pm, min_of(p, runs),
@@ -199,6 +205,7 @@ static void bench_case(fe_device *dev, const fe_op *op, const fe_case *c, double
     fe_free(pc);
     for (int i = 0; i < op->n_operands; i++) fe_free(ops[i].data);
     fe_kernel_destroy(k);
+    return dot_ran;
 }
 
 /* ---- 3. noise ---- */
@@ -297,11 +304,21 @@ int main(int argc, char **argv) {
            "bf16 dot peak for a bf16_dot kernel); vs OpenBLAS = median of ferrum/OpenBLAS over "
            "adjacent pairs (PASS >= %.2f)\n",
            info->n_workers, fe_isa_name(info->isa), PEAK_TARGET * 100, PEER_TARGET);
-    printf("  %-18s %-22s  %-24s  %-12s %-24s  %s\n", "case (B dtype)", "M x N x K",
+    printf("  %-21s %-22s  %-24s  %-12s %-24s  %s\n", "case (B dtype)", "M x N x K",
            "ferrum GFLOP/s", "%peak", "OpenBLAS f32 GFLOP/s", "ferrum/OpenBLAS");
     tally tl = {0};
-    for (int j = 0; j < op->n_cases; j++)
-        if (op->cases[j].bench) bench_case(dev, op, &op->cases[j], &peak, &dot_peak, &tl);
+    /* a case that resolved a bf16 dot design runs again with each other one, beside it */
+    const int dot_t = fe_op_tunable_index(op, "bf16_dot");
+    for (int j = 0; j < op->n_cases; j++) {
+        if (!op->cases[j].bench) continue;
+        int ran = bench_case(dev, op, &op->cases[j], -1, &peak, &dot_peak, &tl);
+        for (int ch = 0; ran >= 1 && dot_t >= 0 && ch < op->tunables[dot_t].domain.n_choices;
+             ch++) {
+            int other = (int)op->tunables[dot_t].domain.choices[ch];
+            if (other >= 1 && other != ran)
+                bench_case(dev, op, &op->cases[j], other, &peak, &dot_peak, &tl);
+        }
+    }
     if (lanes) printf("  (FMA peak, re-measured before each case, best of all: %.1f GFLOP/s)\n", peak);
     if (dot_lanes)
         printf("  (bf16 dot peak, re-measured before each bf16_dot case, best of all: %.1f "

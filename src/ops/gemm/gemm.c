@@ -39,20 +39,25 @@ static const fe_tunable_decl tunables[] = {
     [GM_MC] = {"MC", {.kind = FE_DOMAIN_CHOICES, .choices = {64, 128, 192, 256, 384, 512},
                       .n_choices = 6}, 512, true,
                "rows of A per packed block (rounded up to the micro-tile's rows): MC x KC "
-               "floats of packed A, packed at once and walked panel by panel"},
+               "floats of packed A, packed at once and walked panel by panel (bf16_dot = 2: "
+               "MC x KC of A rounded to bf16, swept once per six B rows)"},
     [GM_NC] = {"NC", {.kind = FE_DOMAIN_CHOICES, .choices = {256, 512, 1024, 2048, 4096, 8192},
                       .n_choices = 6}, 2048, true,
                "columns of C (rows of B) per packed B block: KC x NC floats per worker, "
-               "re-read once per A panel; A is repacked once per NC columns"},
-    [GM_KC] = {"KC", {.kind = FE_DOMAIN_CHOICES, .choices = {128, 192, 256, 384, 512},
-                      .n_choices = 5}, 512, true,
+               "re-read once per A panel; A is repacked once per NC columns (bf16_dot = 2: "
+               "B's rows, unpacked, re-read once per MC rows)"},
+    [GM_KC] = {"KC", {.kind = FE_DOMAIN_CHOICES,
+                      .choices = {128, 192, 256, 384, 512, 1024, 2048}, .n_choices = 7}, 512,
+               true,
                "depth of a packed block (whole quant blocks; a rest of <= KC/4 joins the last "
-               "block): one MR x KC A panel stays in L1"},
-    [GM_DOT] = {"bf16_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
-                true,
-                "act_bf16 products: 1 = AVX512_BF16 vdpbf16ps on bf16 k-pairs (resolve sets it "
-                "where the device has avx512bf16 and turns it off elsewhere), 0 = A rounded to "
-                "bf16 values while packing and the f32 FMA micro-kernel; the same products"},
+               "block): one MR x KC A panel stays in L1 (bf16_dot = 2: six B rows of KC)"},
+    [GM_DOT] = {"bf16_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
+                0, true,
+                "act_bf16 products: 2 = AVX512_BF16 vdpbf16ps between A's rows rounded to bf16 "
+                "and B's rows as stored, 32 columns a vector, nothing of B packed (resolve sets "
+                "it where the device has avx512bf16 and turns it off elsewhere); 1 = vdpbf16ps "
+                "on packed bf16 k-pairs (14 x 32 tiles); 0 = A rounded to bf16 values while "
+                "packing and the f32 FMA micro-kernel; the same products"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -135,19 +140,24 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
     return best;
 }
 
-/* bf16_dot: the vdpbf16ps kernel exactly where it can run (an act_bf16 design on an avx512
- * device with avx512bf16); forced off elsewhere, also over a call site.
- * Block sizes from the device's caches only (never the extents: one design serves all):
- * an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an MC x KC A block
- * in L2 (packed, then walked panel by panel), and the KC x NC B block in a share of the LLC
- * (re-read once per A panel; larger NC repacks A less often). */
+/* bf16_dot: a vdpbf16ps design exactly where it can run (an act_bf16 design on an avx512
+ * device with avx512bf16), by default the one that packs nothing (2); forced off elsewhere,
+ * also over a call site.
+ * Block sizes from the device's caches only (never the extents: one design serves all).
+ * Packed designs: an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an
+ * MC x KC A block in L2 (packed, then walked panel by panel), and the KC x NC B block in a
+ * share of the LLC (re-read once per A panel; larger NC repacks A less often). bf16_dot = 2:
+ * six B rows of KC bf16 in half of L1 (they stay there through a sweep of A's rows), the
+ * MC x KC bf16 A block in half of L2, and NC B rows of KC in a share of the LLC (re-read
+ * from there by the next row block). */
 static void resolve(fe_op_ctx *c) {
     bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512bf16;
     if (!c->tunable_set[GM_DOT] || !can) {
-        c->tunables[GM_DOT] = can;
+        c->tunables[GM_DOT] = can ? GM_DOT_ROWS : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
+    const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
     int mr, nr;
     gm_tile(c->dev->isa, &mr, &nr);
     double l1 = c->dev->l1d_bytes ? (double)c->dev->l1d_bytes : 32768.0;
@@ -155,16 +165,23 @@ static void resolve(fe_op_ctx *c) {
     double l3 = c->dev->l3_bytes ? (double)c->dev->l3_bytes : 8388608.0;
     int workers = c->dev->n_workers > 0 ? c->dev->n_workers : 1;
     if (!c->tunable_set[GM_KC]) {
-        c->tunables[GM_KC] = fit_choice(&tunables[GM_KC], 4.0 * mr, l1 * 2 / 3);
+        /* packed panels no deeper than 512, the depths the packed designs were measured at
+         * (the scalar and AVX2 tiles would fit deeper ones in L1) */
+        c->tunables[GM_KC] = rows ? fit_choice(&tunables[GM_KC], 2.0 * GM_NR_ROWS, l1 / 2)
+                                  : fit_choice(&tunables[GM_KC], 4.0 * mr, l1 * 2 / 3);
+        if (!rows && c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
         c->tunable_set[GM_KC] = true;
     }
     double kc = (double)c->tunables[GM_KC];
     if (!c->tunable_set[GM_MC]) {
-        c->tunables[GM_MC] = fit_choice(&tunables[GM_MC], 4.0 * kc, l2);
+        c->tunables[GM_MC] = rows ? fit_choice(&tunables[GM_MC], 2.0 * kc, l2 / 2)
+                                  : fit_choice(&tunables[GM_MC], 4.0 * kc, l2);
         c->tunable_set[GM_MC] = true;
     }
     if (!c->tunable_set[GM_NC]) {
-        c->tunables[GM_NC] = fit_choice(&tunables[GM_NC], 4.0 * kc, l3 / (4.0 * workers));
+        c->tunables[GM_NC] = rows ? fit_choice(&tunables[GM_NC], 2.0 * kc, l3 / (2.0 * workers))
+                                  : fit_choice(&tunables[GM_NC], 4.0 * kc,
+                                               l3 / (4.0 * workers));
         c->tunable_set[GM_NC] = true;
     }
 }
@@ -227,8 +244,9 @@ static void reference(const fe_args *args, const fe_design *d) {
 
 /* FLOPs of the products (the epilogue is not counted); bytes of A, B (its dtype's bytes
  * over the first k columns, whole blocks), C, and the bias and residual when present. The
- * same under act_bf16: A is read as f32 and rounded while packing, B is read as bf16 either
- * way; only the roof differs (twice the multiply-adds per instruction with bf16_dot). */
+ * same under act_bf16: A is read as f32 and rounded while packing (or, bf16_dot = 2, into
+ * bf16 rows), B is read as bf16 either way; only the roof differs (twice the multiply-adds
+ * per instruction with bf16_dot). */
 static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
     const double rows = (double)a->v[GM_V_ROWS], N = (double)a->ext[GM_N];
     const int64_t k = a->v[GM_V_K], blk = fe_dtype_info(d->dtypes[GM_B])->block;
@@ -338,7 +356,8 @@ static const fe_case cases[] = {
     {.name = "bf16/k576", SHAPE(4, 40, 576), .absent = PLAIN}, /* one K block with its tail */
     {.name = "bf16/wide", SHAPE(3, 2100, 24), .absent = NO_RES},
     {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
-    /* act_bf16 (the AVX-512 kernel packs k-pairs: an odd k pads a zero; 14 x 32 tiles) */
+    /* act_bf16 (on AVX512_BF16 the resolved design is bf16_dot = 2: 4 x 6 blocks of A's and
+     * B's rows, the last 1..31 columns of a K block under a mask; an odd k, edges of both) */
     {.name = "bf16/dot_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN},
     {.name = "bf16/dot_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES},
     {.name = "bf16/dot_all", SHAPE(15, 48, 95),
@@ -346,6 +365,7 @@ static const fe_case cases[] = {
                 {"clamp_max", 2}}, .n_params = 4},
     {.name = "bf16/dot_rows_64", SHAPE(126, 40, 41), BF16, .absent = NO_BIAS},
     {.name = "bf16/dot_deep", SHAPE(5, 40, 701), BF16, .absent = PLAIN}, /* K: 512 + 189 */
+    {.name = "bf16/dot_k2599", SHAPE(9, 20, 2599), BF16, .absent = NO_BIAS}, /* 2048 + 551 */
     {.name = "bf16/dot_k577", SHAPE(4, 40, 577), BF16, .absent = PLAIN}, /* one odd block */
     {.name = "bf16/dot_wide", SHAPE(3, 2100, 25), BF16, .absent = NO_RES},
     {.name = "bf16/dot_tall", SHAPE(600, 20, 23), BF16, .absent = PLAIN},
@@ -375,6 +395,13 @@ static const fe_case cases[] = {
     {.name = "bf16/dot_8192x2048", SHAPE(512, 8192, 2048), BF16, .absent = PLAIN,
      .extensive = true, .bench = true},
     {.name = "bf16/dot_2048x8192", SHAPE(512, 2048, 8192), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
+    /* a prompt chunk's rows (prefill runs 128..256 at a time) */
+    {.name = "bf16/dot128_2048x2048", SHAPE(128, 2048, 2048), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
+    {.name = "bf16/dot128_8192x2048", SHAPE(128, 8192, 2048), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
+    {.name = "bf16/dot128_2048x8192", SHAPE(128, 2048, 8192), BF16, .absent = PLAIN,
      .extensive = true, .bench = true},
 };
 

@@ -16,9 +16,12 @@
  * Kernels (kernels.inc, per ISA) are BLIS-style: B is packed into NR-wide panels of KC rows
  * (widened or dequantised while packing), A into MR-tall panels, and an MR x NR register
  * micro-kernel runs over them; see kernels.inc for the loop nest. One f32 micro-kernel per
- * ISA; with act_bf16 on a device with AVX512_BF16 (tunable bf16_dot) the AVX-512 kernel
- * packs both as k-pairs of bf16 instead and runs a vdpbf16ps micro-kernel of the same tile
- * (bf16dot.inc); elsewhere act_bf16 rounds A while packing and takes the f32 path.
+ * ISA; with act_bf16 on a device with AVX512_BF16 (tunable bf16_dot) the AVX-512 kernel runs
+ * vdpbf16ps instead, in one of two designs: bf16_dot = 1 packs both as k-pairs of bf16 and
+ * runs a micro-kernel of the same tile (bf16dot.inc); bf16_dot = 2 packs nothing of B: it
+ * rounds A's rows to bf16 once per block and dots them with B's rows as stored, 32 columns
+ * a vector, reducing each sum across lanes at the end of a K block (bf16rows.inc). Elsewhere
+ * act_bf16 rounds A while packing and takes the f32 path.
  *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
  * long axis of every weight: 576..262144) and split M as well only where that balances
@@ -35,6 +38,7 @@ enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16 };   /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU };       /* activation choices */
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT };       /* tunables */
+enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 
@@ -47,16 +51,23 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_MR_SCALAR 4
 #define GM_NR_SCALAR 4
 #define GM_MAX_MR 16
+/* bf16_dot = 2 (bf16rows.inc): rows of A x rows of B per register block, each accumulator a
+ * zmm of partial sums over k: 24 accumulators, six B vectors and one A vector (31 zmm); ten
+ * loads per 24 vdpbf16ps. */
+#define GM_MR_ROWS 4
+#define GM_NR_ROWS 6
 
 /* KC choices are multiples of this (one quant block), so K blocks start on block bounds. */
 #define GM_KSTEP 32
 
 typedef struct gm_plan {
-    int mr, nr;            /* the ISA's micro-tile */
+    int mr, nr;            /* the ISA's micro-tile (GM_MR_ROWS x GM_NR_ROWS for rows) */
     bool dot;              /* bf16 k-pairs packed, the vdpbf16ps micro-kernel (bf16dot.inc) */
+    bool rows;             /* bf16 A rows dotted with B's rows unpacked (bf16rows.inc) */
     int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
     int64_t kc;            /* the deepest K block (see gm_kblock) */
-    int64_t ap, bp, tmp;   /* 4-byte words per worker: packed A, packed B, decoded quant rows */
+    int64_t ap, bp, tmp;   /* 4-byte words per worker: packed A (rows: mc rows of A as bf16,
+                            * kc + padding to 32 columns each), packed B, decoded quant rows */
     int64_t stride;        /* words per worker in the workspace (64-byte multiple) */
 } gm_plan;
 
@@ -72,6 +83,11 @@ static inline int64_t gm_kblock(const gm_plan *p, int64_t pc, int64_t k) {
 static inline int64_t gm_kwords(const gm_plan *p, int64_t kc) {
     return p->dot ? (kc + 1) / 2 : kc;
 }
+
+/* bf16_dot = 2: 4-byte words from one row of A rounded to bf16 to the next in the workspace,
+ * for a K block of kc columns: kc padded with zeros to a multiple of 32 (whole vectors), and
+ * 64 bytes more, so that rows 4 KiB long do not all fall on the same L1 sets. */
+static inline int64_t gm_rows_ldw(int64_t kc) { return (kc + 31) / 32 * 16 + 16; }
 
 /* x rounded to bf16 as VCVTNEPS2BF16 rounds it (act_bf16), kept as f32: to nearest, ties to
  * even; a denormal becomes a signed zero; a NaN stays NaN (quiet); past bf16's largest

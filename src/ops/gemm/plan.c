@@ -40,7 +40,11 @@ static int64_t pack_cost(const fe_design *d) {
 }
 
 void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
-    gm_tile(d->isa, &p->mr, &p->nr);
+    const bool avx512_dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0;
+    p->dot = avx512_dot && d->tunables[GM_DOT] == GM_DOT_PACKED;
+    p->rows = avx512_dot && d->tunables[GM_DOT] == GM_DOT_ROWS;
+    if (p->rows) p->mr = GM_MR_ROWS, p->nr = GM_NR_ROWS;
+    else gm_tile(d->isa, &p->mr, &p->nr);
     int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
     /* blocks never larger than the (rounded-up) extents: a small GEMM takes a small
      * workspace; the kernel computes the same numbers, so the layout agrees */
@@ -57,10 +61,14 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->kb = round_up(d->tunables[GM_KC], GM_KSTEP);
     p->kc = min64(round_up(p->kb + p->kb / 4, GM_KSTEP), round_up(K, GM_KSTEP));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
-    p->dot = d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT] != 0;
-    p->ap = round_up(p->mc * gm_kwords(p, p->kc), 16);
-    p->bp = round_up(p->nc * gm_kwords(p, p->kc), 16);
-    p->tmp = blocks ? round_up((int64_t)p->nr * p->kc, 16) : 0;
+    if (p->rows) { /* A's rows as bf16, nothing of B */
+        p->ap = round_up(p->mc * gm_rows_ldw(p->kc), 16);
+        p->bp = p->tmp = 0;
+    } else {
+        p->ap = round_up(p->mc * gm_kwords(p, p->kc), 16);
+        p->bp = round_up(p->nc * gm_kwords(p, p->kc), 16);
+        p->tmp = blocks ? round_up((int64_t)p->nr * p->kc, 16) : 0;
+    }
     p->stride = p->ap + p->bp + p->tmp;
 }
 
