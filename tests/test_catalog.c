@@ -36,10 +36,13 @@ static fe_status make_kernel(fe_device *dev, const fe_op *op, const fe_case *c,
                              const fe_tensor *ops, int width, fe_kernel **k, fe_error *err) {
     fe_setting params[FE_MAX_PARAMS];
     case_params(c, params);
-    fe_setting tun = {"WIDTH", width};
+    fe_setting tun[FE_MAX_TUNABLES + 1];
+    int n_tun = 0;
+    if (width) tun[n_tun++] = (fe_setting){"WIDTH", width};
+    for (int i = 0; i < c->n_tunables; i++) tun[n_tun++] = c->tunables[i];
     fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
                          .params = params, .n_params = c->n_params,
-                         .tunables = width ? &tun : NULL, .n_tunables = width ? 1 : 0};
+                         .tunables = n_tun ? tun : NULL, .n_tunables = n_tun};
     return fe_kernel_create(dev, &req, k, err);
 }
 

@@ -147,6 +147,11 @@ typedef struct fe_case {
     int n_dims;
     fe_setting params[FE_MAX_PARAMS];
     int n_params;
+    /* tunables the case pins at the call site (WIDTH excepted: the catalog sets it), so a
+     * design that resolve would not pick here is still checked, e.g. the packed bf16 GEMM;
+     * resolve may still override a choice the device cannot run */
+    fe_setting tunables[FE_MAX_TUNABLES];
+    int n_tunables;
     double lo, hi;  /* inputs drawn uniform in [lo, hi]; both 0 means [-3, 3] */
     unsigned absent; /* bit i: optional operand i is left out (operands_for gives rank 0) */
     bool extensive; /* only in make test-extensive */

@@ -369,6 +369,18 @@ static const fe_case cases[] = {
     {.name = "bf16/dot_k577", SHAPE(4, 40, 577), BF16, .absent = PLAIN}, /* one odd block */
     {.name = "bf16/dot_wide", SHAPE(3, 2100, 25), BF16, .absent = NO_RES},
     {.name = "bf16/dot_tall", SHAPE(600, 20, 23), BF16, .absent = PLAIN},
+    /* the packed act_bf16 design (bf16_dot = 1: k-pair panels, 14 x 32 vdpbf16ps tiles) and
+     * act_bf16 without vdpbf16ps (bf16_dot = 0: A rounded while packing, f32 FMAs), pinned */
+    {.name = "bf16/dot_packed_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    {.name = "bf16/dot_packed_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    {.name = "bf16/dot_packed_deep", SHAPE(5, 40, 701), BF16, .absent = PLAIN,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    {.name = "bf16/dot_packed_tall", SHAPE(600, 20, 23), BF16, .absent = NO_BIAS,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    {.name = "bf16/dot_fma_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
+     .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},
     /* extensive: model shapes (SmolLM2 576/1536/49152, Gemma 640/262144) */
     {.name = "f32/rows_300", SHAPE(598, 576, 576), .absent = PLAIN, .extensive = true},
     {.name = "bf16/rows_512", SHAPE(512, 576, 576), .params = {{"activation", GM_ACT_SILU}},

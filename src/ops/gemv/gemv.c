@@ -298,6 +298,18 @@ static const fe_case cases[] = {
      P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_RESIDUAL)},
     {.name = "q4_1/int8_repeat", .dims = {9, 23, 160}, .n_dims = 3,
      P3("act_int8", 1, "repeat", 3, "epilogue", GEMV_EPI_RESIDUAL)},
+    /* act_int8 with 16-bit multiply-adds instead of VNNI (int8_dot = 0, pinned: the design
+     * AVX-512 devices without avx512vnni run); the same integers */
+    {.name = "q8_0/int8_madd", .dims = {2, 37, 96}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q4_0/int8_madd", .dims = {3, 33, 160}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q4_1/int8_madd", .dims = {1, 45, 576}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    /* the other rows_per_step choices than resolve's (2 / 1 for floats, 4 for blocks) */
+    {.name = "bf16/rps8", .dims = {1, 70, 64}, .n_dims = 3, .tunables = {{"rows_per_step", 8}}, .n_tunables = 1},
+    {.name = "q4_1/rps1", .dims = {1, 50, 96}, .n_dims = 3, .tunables = {{"rows_per_step", 1}}, .n_tunables = 1},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},
