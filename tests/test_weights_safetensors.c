@@ -570,6 +570,13 @@ static void generate_writes_and_runs_a_safetensors_folder(void **s) {
     if (code != 0) fail_msg("%s", errs);
     assert_non_null(strstr(errs, "top-1 mismatches 0/"));
     assert_non_null(strstr(errs, "mapped"));
+    /* the prompt in chunks of 4 rows (6 = 4 + 2) gives the same answer; a chunk of 0 is refused */
+    RUN("generate", sub, "--prompt-len", "6", "--num-tokens", "3", "--chunk", "4", "--check-accuracy");
+    if (code != 0) fail_msg("%s", errs);
+    assert_non_null(strstr(errs, "top-1 mismatches 0/"));
+    RUN("generate", sub, "--prompt-len", "6", "--chunk", "0");
+    assert_int_equal(code, 2);
+    assert_non_null(strstr(errs, "--chunk 0 is not a valid value"));
     /* a text prompt needs a tokenizer: tokenizer.json beside the checkpoint is the one */
     RUN("generate", sub, "--prompt", "hi there", "--num-tokens", "3");
     assert_int_equal(code, 1);

@@ -38,6 +38,8 @@ static void generate_usage(FILE *f) {
             "  --top-k K, --top-p P   truncate the distribution (default off)\n"
             "  --seed S               sampling seed (default 0)\n"
             "  --max-seq-len N        KV cache rows (default min(4096, the model's context))\n"
+            "  --chunk N              prompt rows per prefill call (default 256): smaller\n"
+            "                         takes less scratch memory, larger amortises more\n"
             "  --each-step            one dispatch per step instead of one per call\n"
             "  --random-weights SEED  random weights in MODEL's shapes (--dtype f32|bf16, default bf16)\n"
             "  --write-safetensors DIR  write the weights (drawn with --random-weights, or\n"
@@ -111,6 +113,7 @@ static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *
         else if (!strcmp(o, "--num-tokens")) ok = parse_i64(v, 0, 1 << 20, &a->num_tokens);
         else if (!strcmp(o, "--top-k")) ok = parse_i64(v, 0, 1 << 30, &a->top_k);
         else if (!strcmp(o, "--max-seq-len")) ok = parse_i64(v, 1, 1 << 24, &a->max_seq_len);
+        else if (!strcmp(o, "--chunk")) ok = parse_i64(v, 1, 1 << 16, &a->chunk);
         else if (!strcmp(o, "--check-determinism")) ok = parse_i64(v, 1, 1000, &a->check_determinism);
         else if (!strcmp(o, "--temperature")) ok = parse_f64(v, 0, 1e6, &a->temperature);
         else if (!strcmp(o, "--top-p")) ok = parse_f64(v, 1e-9, 1, &a->top_p);

@@ -350,6 +350,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
     code = FE_EXIT_FAILURE;
     fe_causal_options co = fe_causal_options_default();
     co.max_seq_len = a->max_seq_len;
+    co.chunk = a->chunk; /* 0: the default */
     if (!co.max_seq_len) {
         int64_t want = s.n_ids + a->num_tokens + 1, ctx = s.cfg.max_context > 0 ? s.cfg.max_context : 4096;
         co.max_seq_len = want > 4096 ? want : 4096;

@@ -12,7 +12,7 @@ typedef struct gen_args {
     const char *model, *tokenizer, *prompt, *prompt_file, *prompt_ids, *dtype;
     const char *system; /* --system: the chat's system prompt (NULL: the template's default) */
     const char *write_safetensors; /* a folder: write the weights there and stop */
-    int64_t prompt_len, num_tokens, top_k, max_seq_len, check_determinism;
+    int64_t prompt_len, num_tokens, top_k, max_seq_len, chunk, check_determinism;
     double temperature, top_p;
     uint64_t seed, random_seed;
     bool random_weights, chat, each_step, check_accuracy, verbose, profile;
