@@ -1,7 +1,8 @@
 /* lm/causal.c: the Llama-family causal LM as a graph (see causal.h). The body traces either
  * version: with an input "tokens" (C) it is the prefill chunk (GEMMs over the first n rows),
- * without it the decode step (GEMVs with fused epilogues, the token read from the carried
- * tensor). Both write K and V at [pos, pos + n) and attend over [0, pos + n). */
+ * without it the decode step (GEMVs with the RMSNorm prologue and fused epilogues, the token
+ * read from the carried tensor). Both write V and the rotated K straight into the caches at
+ * [pos, pos + n) and attend over [0, pos + n). */
 #include "lm/causal.h"
 
 #include <math.h>
@@ -54,8 +55,10 @@ static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
 }
 
 /* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), whether the chunk's
- * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), and the model's
- * RMSNorm epsilon */
+ * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether GEMVs over
+ * block-quantised matrices take int8 activations (GEMV act_int8), and the model's RMSNorm
+ * epsilon. Both activation designs are the user's choice (fe_causal_options prefill_dot,
+ * decode_dot), not the tuner's: they change the numbers beyond the f32 designs' tolerance. */
 typedef struct { bool decode, act_bf16, act_int8; double eps; } mm_mode;
 
 /* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
