@@ -158,14 +158,17 @@ static fe_status infer(fe_op_ctx *c) {
  * 2 and the plain GEMVs at 4 rows 0-8% longer than at 2, while SmolLM2's Q4_1 decode ran
  * 4-6% slower at 2 rows than at 4 and slower again with fewer swiglu rows; act_int8 keeps 4
  * (bench_gemv, q4_1 / q4_0 2048x8192: 0.225 / 0.205 ms at 4 rows, 0.231 / 0.219 at 2, 0.27 /
- * 0.23 at 8, one run). prefetch keeps its declared default (2048 bytes: within noise of the
- * best at every bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
+ * 0.23 at 8, one run), except under swiglu: 2 rows of each matrix (SmolLM2's int8 decode
+ * 1-4 % faster than at 4 in 3 alternated rounds; 2 rows of the plain ones 3-5 % slower).
+ * prefetch keeps its declared default (2048 bytes: within noise of the best at every
+ * bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
  * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site. */
 static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
         bool swiglu = c->params[GEMV_EPI] == GEMV_EPI_SWIGLU;
         bool blocks = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1;
-        c->tunables[GEMV_RPS] = blocks ? 4 : swiglu ? 1 : 2;
+        bool int8 = c->params[GEMV_INT8] != 0;
+        c->tunables[GEMV_RPS] = blocks ? (int8 && swiglu ? 2 : 4) : swiglu ? 1 : 2;
         c->tunable_set[GEMV_RPS] = true;
     }
     bool can = c->params[GEMV_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
