@@ -30,6 +30,8 @@ typedef struct fe_tensor {
 FE_API fe_tensor fe_tensor_contiguous(void *data, fe_dtype dt, int rank, const int64_t *shape);
 /* Elements in the view (product of the shape). */
 FE_API int64_t fe_tensor_numel(const fe_tensor *t);
+/* "(2048, 8192)" into buf (cut to fit, always terminated): shapes in messages. */
+FE_API void fe_shape_format(int rank, const int64_t *shape, char *buf, size_t n);
 
 typedef struct fe_setting {
     const char *name;

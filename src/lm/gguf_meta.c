@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ferrum/ops.h"
 #include "lm/gguf_internal.h"
 
 /* Block sizes from ggml's block structs; ids that ggml removed (4, 5, 31..33, 36..38) or
@@ -245,13 +246,6 @@ fe_status fe_gguf_tensor_get(const fe_gguf *g, const char *name, const fe_gguf_t
     return FE_OK;
 }
 
-static void shape_str(char *buf, size_t n, int rank, const int64_t *shape) {
-    size_t at = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < rank && at < n; d++)
-        at += (size_t)snprintf(buf + at, n - at, d ? ", %lld" : "%lld", (long long)shape[d]);
-    if (at < n) snprintf(buf + at, n - at, ")");
-}
-
 fe_status fe_gguf_tensor_expect(const fe_gguf *g, const char *name, int rank,
                                 const int64_t *shape, const fe_gguf_tensor **out,
                                 fe_error *err) {
@@ -263,8 +257,8 @@ fe_status fe_gguf_tensor_expect(const fe_gguf *g, const char *name, int rank,
     for (int d = 0; same && d < rank; d++) same = t->shape[d] == shape[d];
     if (!same) {
         char have[96], want[96];
-        shape_str(have, sizeof have, t->rank, t->shape);
-        shape_str(want, sizeof want, rank, shape);
+        fe_shape_format(t->rank, t->shape, have, sizeof have);
+        fe_shape_format(rank, shape, want, sizeof want);
         return fe_error_set(err, FE_E_SHAPE,
                             "%s: tensor %s is %s but the model's config wants %s; the file "
                             "does not match the config", g->path, name, have, want);

@@ -16,6 +16,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "ferrum/ops.h"
 #include "lm/mapped.h"
 
 static const char FIX[] = "the file is truncated or corrupt; download or save it again";
@@ -430,13 +431,6 @@ fe_status fe_safetensors_get(const fe_safetensors *st, const char *name,
     return FE_OK;
 }
 
-static void shape_str(char *buf, size_t n, int rank, const int64_t *shape) {
-    size_t at = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < rank && at < n; d++)
-        at += (size_t)snprintf(buf + at, n - at, d ? ", %lld" : "%lld", (long long)shape[d]);
-    if (at < n) snprintf(buf + at, n - at, ")");
-}
-
 fe_status fe_safetensors_expect(const fe_safetensors *st, const char *name, int rank,
                                 const int64_t *shape, const fe_st_tensor **out,
                                 fe_error *err) {
@@ -448,8 +442,8 @@ fe_status fe_safetensors_expect(const fe_safetensors *st, const char *name, int 
     for (int d = 0; same && d < rank; d++) same = t->shape[d] == shape[d];
     if (!same) {
         char have[200], want[200];
-        shape_str(have, sizeof have, t->rank, t->shape);
-        shape_str(want, sizeof want, rank, shape);
+        fe_shape_format(t->rank, t->shape, have, sizeof have);
+        fe_shape_format(rank, shape, want, sizeof want);
         return fe_error_set(err, FE_E_SHAPE, "%s: tensor %s is %s but the model's config wants "
                             "%s; the checkpoint does not match the config", t->file, name, have,
                             want);

@@ -30,13 +30,6 @@ enum { N_LAYER_NAMES = sizeof layer_names / sizeof layer_names[0] };
  * them, so they are known and unused rather than unexpected. */
 static const char ROTARY_BUFFER[] = "self_attn.rotary_emb.inv_freq";
 
-static void shape_str(char *buf, size_t n, int rank, const int64_t *shape) {
-    size_t at = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < rank && at < n; d++)
-        at += (size_t)snprintf(buf + at, n - at, d ? ", %lld" : "%lld", (long long)shape[d]);
-    if (at < n) snprintf(buf + at, n - at, ")");
-}
-
 /* The checkpoint, for messages: its first file. */
 static const char *where(const fe_safetensors *st) {
     return fe_safetensors_count(st) ? fe_safetensors_at(st, 0)->file : "the checkpoint";
@@ -49,7 +42,7 @@ static fe_status take(const fe_safetensors *st, const char *name, int rank, int6
     int64_t shape[2] = {rows, cols};
     const fe_st_tensor *s = fe_safetensors_find(st, name);
     char want[64], have[200];
-    shape_str(want, sizeof want, rank, shape);
+    fe_shape_format(rank, shape, want, sizeof want);
     if (!s)
         return fe_error_set(err, FE_E_NOTFOUND, "%s: no tensor %s, which the config's Llama "
                             "model needs as %s; the checkpoint and config.json do not match, "
@@ -63,7 +56,7 @@ static fe_status take(const fe_safetensors *st, const char *name, int rank, int6
     bool same = s->rank == rank;
     for (int d = 0; same && d < rank; d++) same = s->shape[d] == shape[d];
     if (!same) {
-        shape_str(have, sizeof have, s->rank, s->shape);
+        fe_shape_format(s->rank, s->shape, have, sizeof have);
         return fe_error_set(err, FE_E_SHAPE, "%s: tensor %s is %s but the config wants %s; the "
                             "checkpoint and config.json do not match", s->file, name, have,
                             want);

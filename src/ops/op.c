@@ -77,12 +77,15 @@ fe_status fe_op_refuse(fe_op_ctx *c, fe_status s, const char *fmt, ...) {
     return fe_error_set(c->err, s, "%s: %s", c->op->name, msg);
 }
 
-static void shape_str(const fe_tensor *t, char *buf, size_t n) {
+void fe_shape_format(int rank, const int64_t *shape, char *buf, size_t n) {
+    if (!n) return;
     size_t k = (size_t)snprintf(buf, n, "(");
-    for (int i = 0; i < t->rank && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    for (int i = 0; i < rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (k < n) snprintf(buf + k, n - k, ")");
 }
+
+static void shape_str(const fe_tensor *t, char *buf, size_t n) { fe_shape_format(t->rank, t->shape, buf, n); }
 
 fe_status fe_op_same_shape(fe_op_ctx *c, int a, int b) {
     const fe_tensor *ta = &c->operands[a], *tb = &c->operands[b];

@@ -32,8 +32,8 @@ static fe_status infer(fe_op_ctx *c) {
     for (int i = 0; same && i < x->rank; i++) same = x->shape[i] == y->shape[i];
     if (!same) {
         char sx[96], sy[96];
-        fe_layout_shape_str(x, sx, sizeof sx);
-        fe_layout_shape_str(y, sy, sizeof sy);
+        fe_shape_format(x->rank, x->shape, sx, sizeof sx);
+        fe_shape_format(y->rank, y->shape, sy, sizeof sy);
         return fe_op_refuse(c, FE_E_SHAPE, "x has shape %s but y has %s: Copy keeps the shape; "
                             "give y the shape %s (its strides may differ; use Transpose to "
                             "swap axes)", sx, sy, sx);

@@ -33,8 +33,6 @@ enum {
 fe_dtype fe_layout_case_dtype(const fe_case *c);
 int fe_layout_case_layout(const fe_case *c);
 
-/* "(2, 3, 5)" */
-void fe_layout_shape_str(const fe_tensor *t, char *buf, size_t n);
 
 /* A Copy's bounded view, normalised: size-1 axes dropped, axes ordered by y stride (largest
  * first, so rows write sequentially), and neighbours merged where they form one run on both

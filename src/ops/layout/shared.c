@@ -17,13 +17,6 @@ fe_dtype fe_layout_case_dtype(const fe_case *c) {
 
 int fe_layout_case_layout(const fe_case *c) { return (int)(case_variant(c) / 8); }
 
-void fe_layout_shape_str(const fe_tensor *t, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "(");
-    for (int i = 0; i < t->rank && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    if (k < n) snprintf(buf + k, n - k, ")");
-}
-
 void fe_copy_plan_make(const fe_args *a, fe_copy_plan *p) {
     const fe_tensor *x = &a->t[0], *y = &a->t[1];
     int64_t s[FE_MAX_RANK], xs[FE_MAX_RANK], ys[FE_MAX_RANK];

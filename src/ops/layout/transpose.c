@@ -41,9 +41,9 @@ static fe_status infer(fe_op_ctx *c) {
     for (int i = 0; same && i < r; i++) same = y->shape[i] == want.shape[i];
     if (!same) {
         char sx[96], sy[96], sw[96];
-        fe_layout_shape_str(x, sx, sizeof sx);
-        fe_layout_shape_str(y, sy, sizeof sy);
-        fe_layout_shape_str(&want, sw, sizeof sw);
+        fe_shape_format(x->rank, x->shape, sx, sizeof sx);
+        fe_shape_format(y->rank, y->shape, sy, sizeof sy);
+        fe_shape_format(want.rank, want.shape, sw, sizeof sw);
         return fe_op_refuse(c, FE_E_SHAPE, "x has shape %s but y has %s: y must be x with its "
                             "last two axes swapped, (..., R, C) -> (..., C, R); give y the "
                             "shape %s", sx, sy, sw);
