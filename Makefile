@@ -36,6 +36,7 @@ TEST_LIB_SRC := $(wildcard tests/support/*.c)
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+BENCH_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/support/*.c))
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 
 SETUP_STAMP := $(BUILD)/.setup-done
@@ -73,12 +74,12 @@ CLI_OBJ := $(filter-out $(BUILD)/apps/ferrum/main.o,$(APP_OBJ))
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $< $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a -lcmocka $(LDLIBS)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libferrum.a
-	$(CC) $(SAN) -o $@ $< $(BUILD)/libferrum.a $(LDLIBS)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $< $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
 
 # bench_gemm also times OpenBLAS sgemm, its peer (Debian libopenblas-dev, benchmark only)
-$(BUILD)/bench/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BUILD)/libferrum.a
-	$(CC) $(SAN) -o $@ $< $(BUILD)/libferrum.a $(LDLIBS) -lopenblas
+$(BUILD)/bench/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
+	$(CC) $(SAN) -o $@ $< $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a $(LDLIBS) -lopenblas
 
 test: all $(TEST_BIN) fuzz-smoke
 	FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)

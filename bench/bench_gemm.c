@@ -21,7 +21,6 @@
  * keeps the ratio honest when the host changes speed under us. */
 #include <cblas.h>
 #include <immintrin.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +32,7 @@
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
 #include "ops/op.h"
+#include "support/bench_device.h"
 
 enum { WARMUP = 2, MIN_RUNS = 7, MAX_RUNS = 15, PEAK_REPEATS = 9 };
 #define TIME_BUDGET_S 3.0 /* per case: stop after MIN_RUNS once past this */
@@ -248,28 +248,10 @@ int main(int argc, char **argv) {
     peer_at_its_best(argv);
     uint64_t t_start = fe_time_ns();
     double busy0 = machine_busy_s(), self0 = self_cpu_s();
-    fe_device_options o = fe_device_options_default();
-    fe_device *dev = NULL;
-    fe_error err = {0};
-    if (fe_device_create(&o, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_gemm: %s\n", err.message);
-        return 1;
-    }
+    fe_device *dev = bench_device_open("bench_gemm");
+    if (!dev) return 1;
     const fe_device_info *info = fe_device_get_info(dev);
-    /* OpenBLAS at the pool's thread count; then worker 0 (this thread) on CPU 0, as in
-     * bench_memory (the pool pins workers 1..n-1 and leaves the dispatcher to the OS) */
-    openblas_set_num_threads(info->n_workers);
-    if (o.pin) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(0, &set);
-        sched_setaffinity(0, sizeof set, &set); /* best effort */
-    }
-    char desc[512];
-    fe_device_describe(dev, desc, sizeof desc);
-    printf("machine: %s\n", desc);
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
+    openblas_set_num_threads(info->n_workers); /* the peer at the pool's thread count */
     const char *kept = getenv("OPENBLAS_CORETYPE"), *dropped = getenv("FERRUM_BENCH_DROPPED_CORETYPE");
     printf("peer: %s, core %s (%s%s%s), %d threads\n", openblas_get_config(),
            openblas_get_corename(), kept ? "OPENBLAS_CORETYPE=" : "from cpuid",

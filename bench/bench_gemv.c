@@ -16,7 +16,6 @@
  * other tunables resolved: what each buys. Every figure is a median with its spread; this VM
  * is shared and noisy (bench/README.md), and a worker that loses its core to another process
  * stretches a whole run: read the load average printed first. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "ferrum/ops.h"
 #include "ops/op.h"
 #include "ops/quant/quant.h"
+#include "support/bench_device.h"
 
 enum { WARMUP = 2, MIN_RUNS = 9, MAX_RUNS = 21, SWEEP_RUNS = 7, MAX_CASES = 32 };
 #define TIME_BUDGET_S 1.5
@@ -133,27 +133,9 @@ static fe_kernel *make(fe_device *dev, const fe_op *op, const fe_case *c, fe_ten
     return k;
 }
 
-static void pin_self_to_cpu0(void) { /* see bench_memory.c: worker 0 must own CPU 0 */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(0, &set);
-    sched_setaffinity(0, sizeof set, &set);
-}
-
 int main(void) {
-    fe_device_options o = fe_device_options_default();
-    if (o.pin) pin_self_to_cpu0();
-    fe_device *dev = NULL;
-    fe_error err = {0};
-    if (fe_device_create(&o, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_gemv: %s\n", err.message);
-        return 1;
-    }
-    char desc[512];
-    fe_device_describe(dev, desc, sizeof desc);
-    printf("machine: %s\n", desc);
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
+    fe_device *dev = bench_device_open("bench_gemv");
+    if (!dev) return 1;
     int workers = fe_device_get_info(dev)->n_workers;
 
     fe_membw_report r;

@@ -10,6 +10,7 @@
 
 #include "device/cpu/membw.h"
 #include "graph/internal.h"
+#include "support/bench_device.h"
 
 enum { STEPS = 100, LEN = 64, CALLS = 4000 };
 
@@ -34,16 +35,10 @@ static double median_ns(uint64_t *t, int n) {
 static uint64_t samples[CALLS];
 
 int main(void) {
-    fe_device *dev = NULL;
+    fe_device *dev = bench_device_open("bench_graph");
+    if (!dev) return 1;
     fe_error err;
-    fe_device_options o = fe_device_options_default();
-    if (fe_device_create(&o, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_graph: %s\n", err.message);
-        return 1;
-    }
-    char line[512];
-    fe_device_describe(dev, line, sizeof line);
-    printf("machine: %s\n\n", line);
+    printf("\n");
     float x[LEN];
     for (int i = 0; i < LEN; i++) x[i] = (float)(i - LEN / 2);
     int64_t shape = LEN;

@@ -13,6 +13,7 @@
 #include "device/cpu/peak.h"
 #include "lm/causal.h"
 #include "lm/gguf.h"
+#include "support/bench_device.h"
 
 static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */
 
@@ -109,16 +110,9 @@ out:
 
 int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
-    fe_device *dev = NULL;
+    fe_device *dev = bench_device_open("bench_llm");
+    if (!dev) return 1;
     fe_error err = {0};
-    fe_device_options o = fe_device_options_default();
-    if (fe_device_create(&o, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_llm: %s\n", err.message);
-        return 1;
-    }
-    char line[512];
-    fe_device_describe(dev, line, sizeof line);
-    printf("machine: %s\n", line);
     fe_membw_report rep;
     fe_membw_options mo = {.read_bytes = (size_t)256 << 20, .triad_bytes = (size_t)16 << 20, .repeats = 8};
     if (fe_membw_measure(dev, &mo, &rep) != FE_OK) return 1;

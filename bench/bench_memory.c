@@ -15,7 +15,6 @@
  * Every measurement prints its median and min..max spread: this VM is shared and noisy, and
  * the host's memory bandwidth itself drifts (docs/performance.md).
  * The roofs themselves are measured by src/device/cpu/membw.c (fe_membw_measure). */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
 #include "ops/op.h"
+#include "support/bench_device.h"
 
 enum { WARMUP = 2, MIN_RUNS = 11, MAX_RUNS = 21, ROOF_REPEATS = 20 };
 #define TIME_BUDGET_S 1.5 /* per case: stop after MIN_RUNS once past this */
@@ -261,29 +261,11 @@ static void print_roofs(const fe_membw_report *r) {
 /* The pool pins worker i (i >= 1) to CPU i mod n_cpus but leaves the dispatching thread,
  * worker 0, where the OS puts it; when that is a CPU a pinned worker owns, the two share one
  * core and the dispatch takes twice as long. So the bench pins itself to CPU 0. */
-static void pin_self_to_cpu0(void) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(0, &set);
-    sched_setaffinity(0, sizeof set, &set); /* best effort */
-}
-
 int main(void) {
     uint64_t t_start = fe_time_ns();
     double busy0 = machine_busy_s(), self0 = self_cpu_s();
-    fe_device_options o = fe_device_options_default();
-    if (o.pin) pin_self_to_cpu0();
-    fe_device *dev = NULL;
-    fe_error err = {0};
-    if (fe_device_create(&o, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_memory: %s\n", err.message);
-        return 1;
-    }
-    char desc[512];
-    fe_device_describe(dev, desc, sizeof desc);
-    printf("machine: %s\n", desc);
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
+    fe_device *dev = bench_device_open("bench_memory");
+    if (!dev) return 1;
     const fe_device_info *info = fe_device_get_info(dev);
 
     fe_membw_report r;

@@ -13,7 +13,6 @@
  * against keys within the large cache. Calls repeat on the same buffers, so attended rows
  * that fit the last-level cache (512 keys: 2 MiB of k and v) run from it; 32768 keys
  * (128 MiB) stream from memory. The VM is shared: read the spread before any figure. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "core/alloc.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
+#include "support/bench_device.h"
 
 enum { HQ = 32, HKV = 8, HD = 64, WARMUP = 3, RUNS = 31 };
 
@@ -122,24 +122,8 @@ static void print_row(const row *r) {
 }
 
 int main(void) {
-    fe_device_options opts = fe_device_options_default();
-    if (opts.pin) { /* worker 0 is this thread: keep it off the pinned workers' CPUs */
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(0, &set);
-        sched_setaffinity(0, sizeof set, &set);
-    }
-    fe_device *dev = NULL;
-    fe_error err = {0};
-    if (fe_device_create(&opts, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_mha: %s\n", err.message);
-        return 1;
-    }
-    char desc[512];
-    fe_device_describe(dev, desc, sizeof desc);
-    printf("machine: %s\n", desc);
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
+    fe_device *dev = bench_device_open("bench_mha");
+    if (!dev) return 1;
     printf("\nMHA decode, Llama 3.2 1B shapes (Sq 1, Hq %d, Hkv %d, D %d, causal), %d workers;\n"
            "median of %d calls, fastest .. slowest; GB/s = attended k/v + q + out bytes / median\n",
            HQ, HKV, HD, fe_device_get_info(dev)->n_workers, RUNS);

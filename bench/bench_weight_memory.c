@@ -13,7 +13,6 @@
  * (AnonHugePages / FilePmdMapped of this process). The file goes to $TMPDIR (default /tmp)
  * and is removed at the end. Usage: bench_weight_memory [rows] (default 128256). */
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "device/cpu/membw.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
+#include "support/bench_device.h"
 
 enum { ROUNDS = 15, PLACES = 4, K = 2048 };
 static const char *const place_names[PLACES] = {"map", "populate", "anon-4k", "anon-huge"};
@@ -65,24 +65,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_weight_memory: rows must be in [16, 4194304]; got %s\n", argv[1]);
         return 2;
     }
-    fe_device_options o = fe_device_options_default();
-    if (o.pin) { /* worker 0 owns CPU 0, as in bench_memory */
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(0, &set);
-        sched_setaffinity(0, sizeof set, &set);
-    }
-    fe_device *dev = NULL;
+    fe_device *dev = bench_device_open("bench_weight_memory");
+    if (!dev) return 1;
     fe_error err = {0};
-    if (fe_device_create(&o, &dev, &err) != FE_OK) {
-        fprintf(stderr, "bench_weight_memory: %s\n", err.message);
-        return 1;
-    }
-    char desc[512];
-    fe_device_describe(dev, desc, sizeof desc);
-    printf("machine: %s\n", desc);
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1) printf("load average (1 min) at start: %.2f\n", load[0]);
 
     size_t bytes = (size_t)N * K * 2;
     uint16_t *src = anon(bytes, false);
@@ -163,7 +148,7 @@ int main(int argc, char **argv) {
         printf("  %-10s %12.1f %4.1f..%-5.1f %13.3fx\n", place_names[p], m, gbs[p][0],
                gbs[p][ROUNDS - 1], r);
     }
-    if (getloadavg(load, 1) == 1) printf("load average (1 min) at the end: %.2f\n", load[0]);
+    bench_print_load("the end");
     fe_kernel_destroy(k);
     fe_device_destroy(dev);
     return 0;
