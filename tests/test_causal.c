@@ -16,22 +16,8 @@
 #include "lm/causal.h"
 #include "lm/checks.h"
 #include "lm/oracle.h"
+#include "support/testing.h"
 #include "support/tiny_llama.h"
-
-static fe_device *dev;
-
-static int setup(void **s) {
-    (void)s;
-    fe_device_options o = fe_device_options_default();
-    o.pin = false;
-    return fe_device_create(&o, &dev, NULL) == FE_OK ? 0 : -1;
-}
-
-static int teardown(void **s) {
-    (void)s;
-    fe_device_destroy(dev);
-    return 0;
-}
 
 /* the shared tiny model, with an epsilon other than RMSNorm's default: the model must pass
  * the config's */
@@ -58,7 +44,7 @@ static fe_causal *make(const fe_llama_weights *w, int64_t max_seq, int64_t chunk
     o.prefill_dot = prefill_dot;
     fe_causal *m = NULL;
     fe_error err = {0};
-    if (fe_causal_create(dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
+    if (fe_causal_create(test_dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
     return m;
 }
 
@@ -122,12 +108,12 @@ static void prefill_dot_bf16_needs_bf16_matrices(void **s) {
     o.max_seq_len = 32;
     o.prefill_dot = FE_PREFILL_DOT_BF16;
     fe_causal *m = NULL;
-    assert_int_equal(fe_causal_create(dev, &w, &o, &m, &err), FE_E_DTYPE);
+    assert_int_equal(fe_causal_create(test_dev, &w, &o, &m, &err), FE_E_DTYPE);
     assert_null(m);
     assert_non_null(strstr(err.message, "bf16"));
     assert_non_null(strstr(err.message, "f32"));
     o.prefill_dot = FE_PREFILL_DOT_AUTO;
-    assert_int_equal(fe_causal_create(dev, &w, &o, &m, &err), FE_OK);
+    assert_int_equal(fe_causal_create(test_dev, &w, &o, &m, &err), FE_OK);
     fe_causal_destroy(m);
     fe_llama_weights_free(&w);
 }
@@ -314,5 +300,5 @@ int main(void) {
         cmocka_unit_test(deep_decode_matches_the_oracle),
         cmocka_unit_test(llama_does_not_grow_with_the_context),
     };
-    return cmocka_run_group_tests_name("causal", tests, setup, teardown);
+    return cmocka_run_group_tests_name("causal", tests, test_device_setup, test_device_teardown);
 }

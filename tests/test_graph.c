@@ -16,21 +16,6 @@
 #include "ferrum/graph.h"
 #include "support/testing.h"
 
-static fe_device *dev;
-
-static int setup(void **s) {
-    (void)s;
-    fe_device_options o = fe_device_options_default();
-    o.pin = false;
-    return fe_device_create(&o, &dev, NULL) == FE_OK ? 0 : -1;
-}
-
-static int teardown(void **s) {
-    (void)s;
-    fe_device_destroy(dev);
-    return 0;
-}
-
 static float *randoms(int64_t n, uint64_t seed, double lo, double hi) {
     float *p = malloc((size_t)n * sizeof *p);
     test_rng r = {seed};
@@ -60,7 +45,7 @@ static void rotate_follows_the_bound_of_each_call(void **s) {
     (void)s;
     const int64_t S = 512, H = 4, D = 64;
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "rotate", rotate_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "rotate", rotate_body, NULL, &g, NULL), FE_OK);
     float *x = randoms(S * H * D, 1, -2, 2), *ang = randoms(S * D, 2, -1, 1);
     int64_t xs[3] = {S, H, D}, as[2] = {S, D};
     fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 3, xs)},
@@ -101,7 +86,7 @@ static void project_follows_the_bound_of_each_call(void **s) {
     (void)s;
     const int64_t M = 512, K = 96, N = 80;
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "project", project_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "project", project_body, NULL, &g, NULL), FE_OK);
     float *x = randoms(M * K, 3, -1, 1), *w = randoms(N * K, 4, -1, 1);
     int64_t xs[2] = {M, K}, ws[2] = {N, K};
     fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)},
@@ -146,7 +131,7 @@ static fe_status kv_body(fe_trace *t, const void *model) {
 static void kv_cache_graph_matches_its_reference_over_100_calls(void **s) {
     (void)s;
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "kv", kv_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "kv", kv_body, NULL, &g, NULL), FE_OK);
     int64_t qs[3] = {1, KV_HQ, KV_D}, ks[3] = {1, KV_HKV, KV_D};
     float *q = malloc(KV_HQ * KV_D * 4), *k = malloc(KV_HKV * KV_D * 4), *v = malloc(KV_HKV * KV_D * 4);
     fe_named_tensor in[3] = {{"q", fe_tensor_contiguous(q, FE_DTYPE_F32, 3, qs)},
@@ -218,7 +203,7 @@ static int walk_step(void *user, int step, const fe_tensor *outs, int n) {
 static void walk_follows_its_successor_table_for_1000_steps(void **s) {
     (void)s;
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "walk", walk_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "walk", walk_body, NULL, &g, NULL), FE_OK);
     int32_t succ[WALK_N];
     for (int i = 0; i < WALK_N; i++) succ[i] = (i * 31 + 7) % WALK_N;
     int64_t ss[2] = {WALK_N, 1};
@@ -253,7 +238,7 @@ static fe_status shared_body(fe_trace *t, const void *model) {
 static void two_versions_share_a_state(void **s) {
     (void)s;
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "shared", shared_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "shared", shared_body, NULL, &g, NULL), FE_OK);
     float chunk[4 * SH_D], row[SH_D];
     for (int i = 0; i < 4 * SH_D; i++) chunk[i] = (float)i;
     for (int i = 0; i < SH_D; i++) row[i] = 100.0f + (float)i;
@@ -299,7 +284,7 @@ static void fused_and_each_step_are_bit_identical(void **s) {
     uint64_t dispatches[2];
     for (int p = 0; p < 2; p++) {
         fe_graph *g;
-        assert_int_equal(fe_graph_create(dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
+        assert_int_equal(fe_graph_create(test_dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
         fe_compile_options o = fe_compile_options_default();
         o.packaging = p ? FE_PACK_EACH_STEP : FE_PACK_FUSED;
         assert_int_equal(fe_graph_compile(g, in, 2, &o), FE_OK);
@@ -329,7 +314,7 @@ static void profiling_times_each_step(void **s) {
                              {"w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, ws)}};
     for (int p = 0; p < 2; p++) {
         fe_graph *g;
-        assert_int_equal(fe_graph_create(dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
+        assert_int_equal(fe_graph_create(test_dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
         fe_compile_options o = fe_compile_options_default();
         o.packaging = p ? FE_PACK_EACH_STEP : FE_PACK_FUSED;
         assert_int_equal(fe_graph_compile(g, in, 2, &o), FE_OK);
@@ -376,7 +361,7 @@ static void compiles_stay_one_per_signature_over_1000_calls(void **s) {
     fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)},
                              {"w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, ws)}};
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
     for (int i = 0; i < 1000; i++) {
         fe_word n = {"n", i % (R + 1)};
         fe_tensor out;
@@ -460,7 +445,7 @@ static void tracing_refuses_with_messages(void **s) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fe_graph *g;
-        assert_int_equal(fe_graph_create(dev, "bad", cases[i].body, NULL, &g, NULL), FE_OK);
+        assert_int_equal(fe_graph_create(test_dev, "bad", cases[i].body, NULL, &g, NULL), FE_OK);
         assert_int_equal(fe_graph_set_weight(g, "w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, wsh)), FE_OK);
         fe_status st = fe_graph_compile(g, &in, 1, NULL);
         if (st != cases[i].want || !strstr(fe_graph_message(g), cases[i].needle))
@@ -470,8 +455,8 @@ static void tracing_refuses_with_messages(void **s) {
     }
     /* a graph called inside another's body traces into it */
     fe_graph *inner, *outer;
-    assert_int_equal(fe_graph_create(dev, "inner", inner_relu, NULL, &inner, NULL), FE_OK);
-    assert_int_equal(fe_graph_create(dev, "outer", calls_inner, inner, &outer, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "inner", inner_relu, NULL, &inner, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "outer", calls_inner, inner, &outer, NULL), FE_OK);
     fe_tensor out;
     if (fe_graph_call(outer, &in, 1, NULL, 0, &out, 1, NULL) != FE_OK) fail_msg("%s", fe_graph_message(outer));
     for (int i = 0; i < 12; i++) assert_true(((float *)out.data)[i] == (x[i] > 0 ? x[i] * x[i] : 0.0f));
@@ -488,7 +473,7 @@ static void verbose_and_dot_describe_the_plan(void **s) {
     fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)},
                              {"w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, ws)}};
     fe_graph *g;
-    assert_int_equal(fe_graph_create(dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
+    assert_int_equal(fe_graph_create(test_dev, "chain", chain_body, NULL, &g, NULL), FE_OK);
     FILE *log = tmpfile();
     fe_compile_options o = fe_compile_options_default();
     o.verbose = true;
@@ -521,5 +506,5 @@ int main(void) {
         cmocka_unit_test(tracing_refuses_with_messages),
         cmocka_unit_test(verbose_and_dot_describe_the_plan),
     };
-    return cmocka_run_group_tests_name("graph", tests, setup, teardown);
+    return cmocka_run_group_tests_name("graph", tests, test_device_setup, test_device_teardown);
 }

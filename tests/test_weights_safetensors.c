@@ -25,24 +25,10 @@
 #include "lm/safetensors.h"
 #include "lm/safetensors_write.h"
 #include "lm/weights.h"
+#include "support/testing.h"
 #include "support/cli_run.h"
 #include "support/lm_fixtures.h"
 #include "support/tiny_llama.h"
-
-static fe_device *dev;
-
-static int setup(void **s) {
-    (void)s;
-    fe_device_options o = fe_device_options_default();
-    o.pin = false;
-    return fe_device_create(&o, &dev, NULL) == FE_OK ? 0 : -1;
-}
-
-static int teardown(void **s) {
-    (void)s;
-    fe_device_destroy(dev);
-    return 0;
-}
 
 /* Every tensor of w, in a fixed order (lm_head last, only when untied). */
 static int tensors_of(const fe_llama_weights *w, const fe_tensor **t) {
@@ -152,7 +138,7 @@ static void teacher_forced(const fe_llama_weights *w, const int32_t *toks, int n
     o.prefill_dot = FE_PREFILL_DOT_F32; /* exact: the oracle bounds below are float32's */
     fe_causal *m = NULL;
     fe_error err = {0};
-    if (fe_causal_create(dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
+    if (fe_causal_create(test_dev, w, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
     if (fe_causal_teacher_forced(m, toks, n, out) != FE_OK) fail_msg("%s", fe_causal_message(m));
     fe_causal_destroy(m);
 }
@@ -515,7 +501,6 @@ static void failed_allocations_are_nomem(void **s) {
 static int code;
 static char out[1 << 14], errs[1 << 14];
 
-
 #define RUN(...) CLI_RUN_INTO(code, out, errs, __VA_ARGS__)
 
 static char *slurp(const char *dir, const char *name, size_t *n) {
@@ -636,5 +621,5 @@ int main(void) {
         cmocka_unit_test(failed_allocations_are_nomem),
         cmocka_unit_test(generate_writes_and_runs_a_safetensors_folder),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_device_setup, test_device_teardown);
 }

@@ -24,23 +24,9 @@
 #include "lm/oracle.h"
 #include "lm/safetensors_write.h"
 #include "lm/tokenizer.h"
+#include "support/testing.h"
 #include "support/lm_fixtures.h"
 #include "support/tiny_llama.h"
-
-static fe_device *dev;
-
-static int setup(void **s) {
-    (void)s;
-    fe_device_options o = fe_device_options_default();
-    o.pin = false;
-    return fe_device_create(&o, &dev, NULL) == FE_OK ? 0 : -1;
-}
-
-static int teardown(void **s) {
-    (void)s;
-    fe_device_destroy(dev);
-    return 0;
-}
 
 /* ---- the readers ---- */
 
@@ -360,7 +346,7 @@ static void unread_weights_are_refused_by_what_reads_them(void **s) {
     o.max_seq_len = 32;
     o.chunk = 8;
     fe_causal *m = NULL;
-    if (fe_causal_create(dev, &u, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
+    if (fe_causal_create(test_dev, &u, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
     int32_t next;
     assert_int_equal(fe_causal_prompt(m, toks, 3, NULL, &next), FE_E_STATE);
     assert_non_null(strstr(fe_causal_message(m), "has no data (unread weights"));
@@ -448,5 +434,5 @@ int main(void) {
         cmocka_unit_test(draw_model_compiles_the_graph_from_the_headers_alone),
         cmocka_unit_test(checkpoint_paths_of_no_known_form_are_refused),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_device_setup, test_device_teardown);
 }

@@ -162,3 +162,19 @@ bool test_extensive(void) {
     const char *e = getenv("FERRUM_EXTENSIVE");
     return e && *e && strcmp(e, "0") != 0;
 }
+
+fe_device *test_dev;
+
+int test_device_setup(void **state) {
+    (void)state;
+    fe_device_options o = fe_device_options_default();
+    o.pin = false;
+    return fe_device_create(&o, &test_dev, NULL) == FE_OK ? 0 : -1;
+}
+
+int test_device_teardown(void **state) {
+    (void)state;
+    fe_device_destroy(test_dev);
+    test_dev = NULL;
+    return 0;
+}

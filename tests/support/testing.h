@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ferrum/device.h"
 #include "ops/kernel.h"
 
 enum { TEST_GUARD_BYTES = 64 };
@@ -42,6 +43,12 @@ void test_buf_fill(test_buf *b, unsigned char byte);
  * elements within atol + rtol*|ref| (NaN matches NaN). Writes the first mismatch into why. */
 bool test_close(const test_buf *got, const test_buf *ref, fe_dtype dt, double rtol, double atol,
                 char *why, size_t why_n, double *max_err);
+
+/* The unpinned default device a test program shares, made and destroyed by its group's
+ * setup and teardown (cmocka_run_group_tests(tests, test_device_setup, test_device_teardown)). */
+extern fe_device *test_dev;
+int test_device_setup(void **state);
+int test_device_teardown(void **state);
 
 /* Whether extensive cases run (FERRUM_EXTENSIVE=1). */
 bool test_extensive(void);
