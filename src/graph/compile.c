@@ -294,6 +294,9 @@ fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, f
         v->ws_buf = fe_calloc((size_t)(v->n_steps ? v->n_steps : 1), sizeof *v->ws_buf);
         st = v->kernels && v->ws_buf ? make_kernels(g, v) : fe_error_set(&g->err, FE_E_NOMEM, "out of memory");
     }
+    v->unread_weight = -1;
+    for (int i = 0; i < g->n_weights && v->unread_weight < 0; i++)
+        if (!g->weights[i].t.data) v->unread_weight = i;
     if (st == FE_OK) st = plan_memory(g, v);
     if (st == FE_OK) st = lower(g, v);
     if (st == FE_OK && g->n_versions == g->cap_versions) {
@@ -313,6 +316,7 @@ fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, f
     v->each_step = g->opts.packaging == FE_PACK_EACH_STEP || v->tr.dispatch_time;
     if (g->opts.verbose) describe(g, v, g->opts.log ? g->opts.log : stderr);
     g->versions[g->n_versions++] = v;
+    if (g->profiling) fe_version_clock(v);
     g->stats.versions = g->n_versions;
     g->stats.compiles++;
     *out = v;

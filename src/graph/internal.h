@@ -132,6 +132,8 @@ typedef struct fe_version {
     size_t scratch_bytes;
     uint64_t *step_ns;    /* profiling: each step's summed wall time (NULL until profiled) */
     uint64_t profiled_calls;
+    int unread_weight;    /* a weight without data when compiled (calls refused), or -1;
+                           * weights cannot change once a version is compiled */
 } fe_version;
 
 struct fe_graph {
@@ -169,9 +171,10 @@ int fe_graph_state_index(const fe_graph *g, const char *path);
 fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out);
 void fe_version_destroy(fe_version *v);
 
-/* profile.c: the version's step clock, allocated on first use (NULL when memory is short:
- * the call then runs untimed) */
-uint64_t *fe_version_clock(fe_version *v);
+/* profile.c: (re)sets the version's step clock, allocating it the first time; when memory
+ * is short it stays NULL and the version's calls run untimed. Called when profiling turns on
+ * and when a version is built while it is on, never from a call. */
+void fe_version_clock(fe_version *v);
 
 /* run.c: evaluates an affine value with the graph's (or the reference's) words */
 int64_t fe_val_eval(const fe_graph *g, fe_val v, bool reference);

@@ -11,18 +11,15 @@
 #include "core/error.h"
 #include "graph/internal.h"
 
-uint64_t *fe_version_clock(fe_version *v) {
+void fe_version_clock(fe_version *v) {
     if (!v->step_ns) v->step_ns = fe_calloc((size_t)(v->n_steps ? v->n_steps : 1), sizeof *v->step_ns);
-    return v->step_ns;
+    else memset(v->step_ns, 0, (size_t)v->n_steps * sizeof *v->step_ns);
+    v->profiled_calls = 0;
 }
 
 void fe_graph_set_profiling(fe_graph *g, bool on) {
     if (on && !g->profiling)
-        for (int i = 0; i < g->n_versions; i++) {
-            fe_version *v = g->versions[i];
-            if (v->step_ns) memset(v->step_ns, 0, (size_t)v->n_steps * sizeof *v->step_ns);
-            v->profiled_calls = 0;
-        }
+        for (int i = 0; i < g->n_versions; i++) fe_version_clock(g->versions[i]);
     g->profiling = on;
 }
 

@@ -178,7 +178,7 @@ static fe_status call_version(fe_graph *g, fe_version *v, const fe_named_tensor 
     }
     if (rc != FE_OK) return rc;
     uint64_t before = fe_device_dispatch_count(g->dev);
-    uint64_t *clock = g->profiling ? fe_version_clock(v) : NULL;
+    uint64_t *clock = g->profiling ? v->step_ns : NULL; /* NULL also when out of memory */
     if (!v->each_step) {
         fe_device_dispatch_timed(g->dev, v->runlist, v->n_steps, clock);
     } else {
@@ -205,12 +205,11 @@ static fe_status prepare(fe_graph *g, const fe_named_tensor *inputs, int n_input
         if (!inputs[i].t.data)
             return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": input \"%s\" has no data",
                                 g->name, inputs[i].name);
-    for (int i = 0; i < g->n_weights; i++)
-        if (!g->weights[i].t.data)
-            return fe_error_set(&g->err, FE_E_STATE, "graph \"%s\": weight \"%s\" has no data "
-                                "(unread weights: the graph traces, compiles and draws but "
-                                "cannot be called); give the weights' data to call it",
-                                g->name, g->weights[i].path);
+    if ((*v)->unread_weight >= 0)
+        return fe_error_set(&g->err, FE_E_STATE, "graph \"%s\": weight \"%s\" has no data "
+                            "(unread weights: the graph traces, compiles and draws but "
+                            "cannot be called); give the weights' data to call it",
+                            g->name, g->weights[(*v)->unread_weight].path);
     return set_words(g, words, n_words, reference);
 }
 
