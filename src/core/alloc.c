@@ -2,11 +2,9 @@
 #include "core/alloc.h"
 
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 static atomic_long alloc_count;
 static atomic_long failures;
@@ -54,21 +52,10 @@ char *fe_strdup(const char *s) {
     return d;
 }
 
-enum { HUGE_PAGE = 2 << 20 };
-
-void *fe_pages_alloc(size_t n, bool huge) {
+void *fe_pages_alloc(size_t n) {
     if (should_fail()) return NULL;
-    size_t len = n ? n : 1, extra = huge ? HUGE_PAGE : 0;
-    char *p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    if (!huge) return p;
-    /* keep the 2 MiB-aligned part [a, a + len) and give back the rest on both sides */
-    char *a = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), end = ((uintptr_t)a + len + page - 1) & ~(page - 1);
-    if (a > p) munmap(p, (size_t)(a - p));
-    if ((char *)end < p + len + extra) munmap((char *)end, (size_t)(p + len + extra - (char *)end));
-    madvise(a, len, MADV_HUGEPAGE); /* a hint: without THP the pages are simply 4 KiB */
-    return a;
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
 }
 
 void fe_pages_free(void *p, size_t n) {

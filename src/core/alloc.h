@@ -5,7 +5,6 @@
 #ifndef FE_CORE_ALLOC_H
 #define FE_CORE_ALLOC_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 void *fe_malloc(size_t n);
@@ -18,9 +17,8 @@ char *fe_strdup(const char *s);
 
 /* Zeroed memory straight from the OS (anonymous pages, page-aligned): a page costs nothing
  * until it is first written, so a large state such as a KV cache is resident only as far as
- * it is used. `huge` asks for transparent huge pages (2 MiB aligned, MADV_HUGEPAGE), for
- * memory streamed again and again (weights). Release with fe_pages_free(p, n), same n. */
-void *fe_pages_alloc(size_t n, bool huge);
+ * it is used. Release with fe_pages_free(p, n), same n. */
+void *fe_pages_alloc(size_t n);
 void fe_pages_free(void *p, size_t n);
 
 /* Test hook: the n-th allocation from now (1-based) and every one after it fail; 0 disarms.

@@ -203,7 +203,7 @@ static int declare_state(fe_trace *t, const char *path, fe_dtype dt, int rank, c
         n *= shape[d];
     }
     s.bytes = fe_dtype_bytes(dt, n);
-    s.mem = fe_pages_alloc(s.bytes, false); /* zero; resident only as far as it is written */
+    s.mem = fe_pages_alloc(s.bytes); /* zero; resident only as far as it is written */
     if (!s.mem) {
         fe_trace_fail(t, FE_E_NOMEM, "out of memory for state \"%s\" (%zu bytes)", path, s.bytes);
         return -1;
