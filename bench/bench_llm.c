@@ -31,15 +31,11 @@ static double prompt_flops(const fe_llama_weights *w, int64_t n) {
 
 static size_t tbytes(const fe_tensor *t) { return fe_dtype_bytes(t->dtype, fe_tensor_numel(t)); }
 
-/* bytes a decode step reads: every matrix once, the head once (the embedding row is noise) */
+/* bytes a decode step reads: every tensor once but the embedding (one row of it is noise),
+ * which is the head itself when tied */
 static double bytes_per_token(const fe_llama_weights *w) {
-    double n = (double)tbytes(&w->lm_head) + (double)tbytes(&w->norm);
-    for (int64_t l = 0; l < w->cfg.n_layers; l++) {
-        const fe_llama_layer *L = &w->layers[l];
-        const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += (double)tbytes(ts[i]);
-    }
+    double n = (double)fe_llama_weights_bytes(w);
+    if (!w->cfg.tied_embeddings) n -= (double)tbytes(&w->embed);
     return n;
 }
 

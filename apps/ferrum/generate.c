@@ -45,22 +45,6 @@ typedef struct streamer {
 
 static double secs(uint64_t a, uint64_t b) { return (double)(b - a) / 1e9; }
 
-static size_t tensor_bytes(const fe_tensor *t) {
-    return t->data ? fe_dtype_bytes(t->dtype, fe_tensor_numel(t)) : 0;
-}
-
-static size_t weight_bytes(const fe_llama_weights *w) {
-    size_t n = tensor_bytes(&w->embed) + tensor_bytes(&w->norm);
-    if (w->lm_head.data != w->embed.data) n += tensor_bytes(&w->lm_head);
-    for (int64_t l = 0; l < w->cfg.n_layers; l++) {
-        const fe_llama_layer *L = &w->layers[l];
-        const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) n += tensor_bytes(ts[i]);
-    }
-    return n;
-}
-
 static int fail(const fe_cli_io *io, const char *what, const char *msg) {
     fprintf(io->err, "ferrum generate: %s%s%s\n", what, *msg ? ": " : "", msg);
     return FE_EXIT_FAILURE;
@@ -338,7 +322,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
             code = fail(io, a->write_safetensors, err.message);
         } else {
             fprintf(io->out, "wrote %s/model.safetensors (weights %.1f MiB) and %s/config.json\n",
-                    a->write_safetensors, (double)weight_bytes(&s.w) / 1048576, a->write_safetensors);
+                    a->write_safetensors, (double)fe_llama_weights_bytes(&s.w) / 1048576, a->write_safetensors);
             code = FE_EXIT_OK;
         }
         goto done;
@@ -412,7 +396,7 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
     fflush(io->out); /* the text ends before the summary on stderr */
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    size_t wb = weight_bytes(&s.w);
+    size_t wb = fe_llama_weights_bytes(&s.w);
     size_t cache = (size_t)(2 * s.cfg.n_layers * co.max_seq_len * s.cfg.n_kv_heads * s.cfg.head_dim * 4);
     fprintf(io->err,
             "ferrum: load %.2f s | prompt %lld tokens, time to first token %.3f s, prefill %.1f tok/s | "

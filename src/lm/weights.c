@@ -170,28 +170,40 @@ fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
     return st;
 }
 
-/* every tensor of the model once (lm_head may be embed: then it is skipped) */
-static int model_tensors(const fe_llama_weights *w, const fe_tensor **out, int cap) {
+int fe_llama_weights_tensors(const fe_llama_weights *w, const fe_tensor **out, int cap) {
     int n = 0;
-    const fe_tensor *top[] = {&w->embed, &w->norm, &w->lm_head, &w->rope_freqs};
-    for (size_t i = 0; i < sizeof top / sizeof top[0] && n < cap; i++)
-        if (i != 2 || w->lm_head.data != w->embed.data) out[n++] = top[i];
-    for (int64_t l = 0; l < w->cfg.n_layers; l++) {
+#define PUT(t) (n < cap && out ? (void)(out[n] = (t)) : (void)0, n++)
+    PUT(&w->embed);
+    PUT(&w->norm);
+    if (!w->cfg.tied_embeddings) PUT(&w->lm_head);
+    if (w->rope_freqs.rank) PUT(&w->rope_freqs);
+    for (int64_t l = 0; w->layers && l < w->cfg.n_layers; l++) {
         const fe_llama_layer *L = &w->layers[l];
         const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
                                  &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0] && n < cap; i++) out[n++] = ts[i];
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) PUT(ts[i]);
     }
+#undef PUT
     return n;
+}
+
+size_t fe_llama_weights_bytes(const fe_llama_weights *w) {
+    int n = fe_llama_weights_tensors(w, NULL, 0);
+    const fe_tensor **ts = fe_malloc((size_t)n * sizeof *ts);
+    size_t bytes = 0;
+    if (!ts) return 0;
+    fe_llama_weights_tensors(w, ts, n);
+    for (int i = 0; i < n; i++) bytes += fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
+    fe_free(ts);
+    return bytes;
 }
 
 void fe_llama_weights_prefault(const fe_llama_weights *w, void (*progress)(void *user, double done),
                                void *user) {
-    if (!w->layers) return;
-    int cap = 4 + 9 * (int)w->cfg.n_layers;
-    const fe_tensor **ts = fe_malloc((size_t)cap * sizeof *ts);
+    int n = fe_llama_weights_tensors(w, NULL, 0);
+    const fe_tensor **ts = fe_malloc((size_t)n * sizeof *ts);
     if (!ts) return; /* an optimisation only */
-    int n = model_tensors(w, ts, cap);
+    fe_llama_weights_tensors(w, ts, n);
     double total = 0, done = 0, shown = 0;
     for (int i = 0; i < n; i++)
         if (ts[i]->data) total += (double)fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));

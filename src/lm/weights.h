@@ -72,6 +72,13 @@ fe_status fe_llama_weights_from_safetensors(const struct fe_safetensors *st,
                                             fe_error *err);
 void fe_llama_weights_free(fe_llama_weights *w);
 
+/* Every distinct tensor of the model once: embed, norm, lm_head unless tied, rope_freqs when
+ * present, then each layer's nine. Returns the count; out[0..min(count, cap)) are set (out
+ * may be NULL to count). */
+int fe_llama_weights_tensors(const fe_llama_weights *w, const fe_tensor **out, int cap);
+/* Bytes of all of them (0 when out of memory). */
+size_t fe_llama_weights_bytes(const fe_llama_weights *w);
+
 /* Reads every weight's pages in now (MADV_POPULATE_READ over each tensor), so that the first
  * prompt does not pay the page faults of a mapped checkpoint: loading then means ready.
  * `progress`, when not NULL, is called with the fraction done (0..1) every ~5 % of bytes.
