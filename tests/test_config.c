@@ -15,6 +15,7 @@
 #include "lm/config.h"
 #include "lm/gguf.h"
 #include "support/lm_fixtures.h"
+#include "support/tiny_llama.h"
 
 /* config.json of meta-llama/Llama-3.2-1B-Instruct */
 static const char LLAMA32_1B[] =
@@ -41,30 +42,6 @@ static const char SMOLLM2[] =
     " \"rms_norm_eps\": 1e-05, \"rope_interleaved\": false, \"rope_scaling\": null,"
     " \"rope_theta\": 100000, \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\","
     " \"transformers_version\": \"4.42.3\", \"use_cache\": true, \"vocab_size\": 49152}";
-
-static void assert_same_config(const fe_lm_config *a, const fe_lm_config *b) {
-    assert_string_equal(a->architecture, b->architecture);
-    assert_int_equal(a->vocab, b->vocab);
-    assert_int_equal(a->hidden, b->hidden);
-    assert_int_equal(a->n_layers, b->n_layers);
-    assert_int_equal(a->n_heads, b->n_heads);
-    assert_int_equal(a->n_kv_heads, b->n_kv_heads);
-    assert_int_equal(a->head_dim, b->head_dim);
-    assert_int_equal(a->ffn, b->ffn);
-    assert_true(fabs(a->rms_eps - b->rms_eps) < 1e-12);
-    assert_true(a->rope_theta == b->rope_theta);
-    assert_int_equal(a->rope_scaling.type, b->rope_scaling.type);
-    assert_true(a->rope_scaling.factor == b->rope_scaling.factor);
-    assert_true(a->rope_scaling.low_freq_factor == b->rope_scaling.low_freq_factor);
-    assert_true(a->rope_scaling.high_freq_factor == b->rope_scaling.high_freq_factor);
-    assert_int_equal(a->rope_scaling.original_max_position_embeddings,
-                     b->rope_scaling.original_max_position_embeddings);
-    assert_int_equal(a->tied_embeddings, b->tied_embeddings);
-    assert_int_equal(a->max_context, b->max_context);
-    assert_int_equal(a->bos_id, b->bos_id);
-    assert_int_equal(a->n_eos, b->n_eos);
-    for (int i = 0; i < a->n_eos; i++) assert_int_equal(a->eos_ids[i], b->eos_ids[i]);
-}
 
 static void presets_hold_the_published_values(void **s) {
     (void)s;
@@ -112,12 +89,12 @@ static void real_config_json_files_read_to_the_presets(void **s) {
     if (fe_lm_config_from_json(LLAMA32_1B, strlen(LLAMA32_1B), "llama/config.json", &c, &err))
         fail_msg("%s", err.message);
     assert_int_equal(fe_lm_config_preset("llama-3.2-1b", &p, &err), FE_OK);
-    assert_same_config(&c, &p);
+    tiny_llama_expect_same_config(&c, &p, 1e-12);
     assert_string_equal(c.source, "llama/config.json");
     if (fe_lm_config_from_json(SMOLLM2, strlen(SMOLLM2), NULL, &c, &err))
         fail_msg("%s", err.message);
     assert_int_equal(fe_lm_config_preset("smollm2-135m", &p, &err), FE_OK);
-    assert_same_config(&c, &p);
+    tiny_llama_expect_same_config(&c, &p, 1e-12);
 
     /* from a file, and from the folder holding it */
     char dir[64], path[128];
@@ -125,9 +102,9 @@ static void real_config_json_files_read_to_the_presets(void **s) {
     assert_true(lmfix_write(dir, "config.json", SMOLLM2, strlen(SMOLLM2)));
     snprintf(path, sizeof path, "%s/config.json", dir);
     assert_int_equal(fe_lm_config_from_json_file(path, &c, &err), FE_OK);
-    assert_same_config(&c, &p);
+    tiny_llama_expect_same_config(&c, &p, 1e-12);
     assert_int_equal(fe_lm_config_from_json_file(dir, &c, &err), FE_OK);
-    assert_same_config(&c, &p);
+    tiny_llama_expect_same_config(&c, &p, 1e-12);
     assert_string_equal(c.source, path);
     lmfix_rmtree(dir);
     assert_int_equal(fe_lm_config_from_json_file(dir, &c, &err), FE_E_IO);
