@@ -514,14 +514,8 @@ static void gguf_failed_allocations_are_clean(void **s) {
 
 static void smollm2_gguf_reads_as_expected(void **s) {
     (void)s;
-    const char *path = lmfix_smollm2_path();
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
-        print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
-        skip();
-    }
-    fclose(f);
+    const char *path = lmfix_need_smollm2();
+    if (!path) skip();
     fe_gguf *g = NULL;
     fe_error err;
     if (fe_gguf_open(path, &g, &err)) fail_msg("%s", err.message);

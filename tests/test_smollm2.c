@@ -238,13 +238,7 @@ static fe_causal *make_model(const fe_llama_weights *w, bool int8) {
 static void need_model(void) {
     const char *path = lmfix_smollm2_path();
     if (!S.g) {
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
-            print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
-            skip();
-        }
-        fclose(f);
+        if (!lmfix_need_smollm2()) skip();
         fe_error err = {0};
         if (fe_gguf_open(path, &S.g, &err) != FE_OK) fail_msg("%s", err.message);
         if (fe_lm_config_from_gguf(S.g, &S.cfg, &err) != FE_OK ||

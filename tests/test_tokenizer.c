@@ -340,14 +340,8 @@ static void tiktoken_llama3_matches_llama_cpp_vectors(void **s) {
 
 static void smollm2_matches_hf_tokenizers(void **s) {
     (void)s;
-    const char *path = lmfix_smollm2_path();
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
-        print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
-        skip();
-    }
-    fclose(f);
+    const char *path = lmfix_need_smollm2();
+    if (!path) skip();
     fe_tokenizer *t = tokfix_from_gguf(path, NULL);
     size_t n;
     char *text = tokfix_read_file(tokfix_path("smollm2_tokens.json"), &n);

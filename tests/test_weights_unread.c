@@ -272,12 +272,8 @@ static void unread_safetensors_weights_have_the_read_shapes_and_dtypes(void **s)
 
 static void unread_smollm2_weights_match_the_read_ones(void **s) {
     (void)s;
-    const char *path = lmfix_smollm2_path();
-    if (access(path, R_OK) != 0) {
-        if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it", path);
-        print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
-        skip();
-    }
+    const char *path = lmfix_need_smollm2();
+    if (!path) skip();
     fe_gguf *g = NULL, *ug = NULL;
     fe_safetensors *st = NULL;
     fe_lm_config c, uc;

@@ -2,10 +2,15 @@
 #include "lm_fixtures.h"
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 void lmfix_put(lmfix_buf *b, const void *src, size_t n) {
     if (b->n + n > b->cap) {
@@ -289,4 +294,12 @@ const char *lmfix_smollm2_path(void) {
 bool lmfix_in_ci(void) {
     const char *ci = getenv("CI");
     return ci && strcmp(ci, "true") == 0;
+}
+
+const char *lmfix_need_smollm2(void) {
+    const char *path = lmfix_smollm2_path();
+    if (access(path, R_OK) == 0) return path;
+    if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
+    print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
+    return NULL;
 }

@@ -101,5 +101,9 @@ void lmfix_rmtree(const char *dir);
 const char *lmfix_smollm2_path(void);
 /* Whether CI=true (a missing real checkpoint then fails instead of skipping). */
 bool lmfix_in_ci(void);
+/* The SmolLM2 checkpoint's path when it is there. When it is not: under CI=true the test
+ * fails (a missing model is a failure there); elsewhere it says SKIP and returns NULL, and
+ * the caller skip()s (or stops checking what needs the model). */
+const char *lmfix_need_smollm2(void);
 
 #endif
