@@ -12,7 +12,7 @@
 #include "device/cpu/membw.h"
 #include "device/cpu/peak.h"
 #include "lm/causal.h"
-#include "lm/gguf.h"
+#include "lm/checkpoint.h"
 #include "support/bench_device.h"
 
 static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */
@@ -129,16 +129,17 @@ int main(int argc, char **argv) {
         else snprintf(path, sizeof path, "%s/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf",
                       getenv("HOME") ? getenv("HOME") : ".");
         fe_gguf *g = NULL;
+        fe_safetensors *st = NULL;
         fe_lm_config cfg;
         fe_llama_weights w;
-        if (fe_gguf_open(path, &g, &err) == FE_OK && fe_lm_config_from_gguf(g, &cfg, &err) == FE_OK &&
-            fe_llama_weights_from_gguf(g, &cfg, &w, &err) == FE_OK) {
+        if (fe_checkpoint_open(path, false, &g, &st, &cfg, &w, &err) == FE_OK) {
             run_model(dev, "SmolLM2-135M-Instruct Q4_1 (real weights)", &w);
             fe_llama_weights_free(&w);
+            fe_gguf_close(g);
+            fe_safetensors_close(st);
         } else {
             printf("SmolLM2: %s (scripts/setup fetches it)\n", err.message);
         }
-        fe_gguf_close(g);
     }
     if (!strcmp(which, "all") || !strcmp(which, "llama")) {
         fe_lm_config cfg;
