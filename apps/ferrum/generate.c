@@ -140,9 +140,9 @@ static void chat_template(const session *s, const gen_args *a, const fe_cli_io *
     } else {
         if (st != FE_E_NOTFOUND) fprintf(io->err, "ferrum: %s; ignoring it\n", err.message);
         fe_chat_template_deinit(t);
-        t->format = has_token(s, "<|im_start|>")          ? FE_CHAT_CHATML
-                    : has_token(s, "<|start_header_id|>") ? FE_CHAT_LLAMA3
-                                                          : FE_CHAT_UNKNOWN;
+        t->format = has_token(s, fe_chat_start_marker(FE_CHAT_CHATML))   ? FE_CHAT_CHATML
+                    : has_token(s, fe_chat_start_marker(FE_CHAT_LLAMA3)) ? FE_CHAT_LLAMA3
+                                                                         : FE_CHAT_UNKNOWN;
         if (t->format != FE_CHAT_UNKNOWN)
             fprintf(io->err, "ferrum: no chat template in the checkpoint; the tokenizer has %s's "
                     "special tokens, so using %s\n", fe_chat_format_name(t->format),
