@@ -11,8 +11,8 @@
 
 #include "device/cpu/membw.h"
 #include "device/cpu/peak.h"
-#include "lm/causal.h"
-#include "lm/checkpoint.h"
+#include "lm/model/causal.h"
+#include "lm/model/checkpoint.h"
 #include "support/bench_device.h"
 
 static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */

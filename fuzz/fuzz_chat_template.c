@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "lm/chat_template.h"
+#include "lm/tokenizer/chat_template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

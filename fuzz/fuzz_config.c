@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "lm/config.h"
+#include "lm/model/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "lm/bytelevel.h"
-#include "lm/tokenizer.h"
+#include "lm/tokenizer/bytelevel.h"
+#include "lm/tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lm/config.h"
-#include "lm/gguf.h"
+#include "lm/model/config.h"
+#include "lm/format/gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

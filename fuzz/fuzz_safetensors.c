@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lm/safetensors.h"
+#include "lm/format/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "core/alloc.h"
-#include "lm/tokenizer.h"
+#include "lm/tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "lm/causal.h"
-#include "lm/checks.h"
-#include "lm/oracle.h"
+#include "lm/model/causal.h"
+#include "lm/eval/checks.h"
+#include "lm/eval/oracle.h"
 #include "support/testing.h"
 #include "support/tiny_llama.h"
 
@@ -27,7 +27,7 @@ static fe_lm_config tiny_config(bool tied, bool llama3) {
     return c;
 }
 
-/* KL(oracle || model) per position and the rest: lm/checks.c, as `--check-accuracy` uses it */
+/* KL(oracle || model) per position and the rest: lm/eval/checks.c, as `--check-accuracy` uses it */
 static fe_kl_stats compare(const float *oracle, const float *model, int n, int64_t V) {
     fe_kl_stats s;
     assert_int_equal(fe_kl_compare(oracle, model, n, V, &s), FE_OK);

@@ -1,4 +1,4 @@
-/* tests/test_chat_template.c: chat templates (src/lm/chat_template.c) and `ferrum generate
+/* tests/test_chat_template.c: chat templates (src/lm/tokenizer/chat_template.c) and `ferrum generate
  * --chat` choosing one. Real templates (SmolLM2's as its GGUF carries it, Qwen2.5's with
  * escaped newlines, Llama 3's and Llama 3.1's) are recognised, with the default system
  * prompt read where the template spells one out; other templates (Gemma, Mistral, both
@@ -18,10 +18,10 @@
 
 #include "../apps/ferrum/cli.h"
 #include "core/alloc.h"
-#include "lm/bytelevel.h"
-#include "lm/chat_template.h"
-#include "lm/gguf.h"
-#include "lm/safetensors_write.h"
+#include "lm/tokenizer/bytelevel.h"
+#include "lm/tokenizer/chat_template.h"
+#include "lm/format/gguf.h"
+#include "lm/model/weights_safetensors_write.h"
 #include "support/cli_run.h"
 #include "support/lm_fixtures.h"
 #include "support/tiny_llama.h"

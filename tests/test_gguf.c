@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
-#include "lm/config.h"
-#include "lm/gguf.h"
+#include "lm/model/config.h"
+#include "lm/format/gguf.h"
 #include "support/lm_fixtures.h"
 #include "support/testing.h"
 

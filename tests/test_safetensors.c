@@ -1,4 +1,4 @@
-/* tests/test_safetensors.c: the safetensors reader (src/lm/safetensors.c): files built in C
+/* tests/test_safetensors.c: the safetensors reader (src/lm/format/safetensors.c): files built in C
  * are read back field by field, alone, from a folder and sharded through an index; every
  * prefix of a file, hand-made bad headers, bad indexes and random byte flips are clean
  * errors, never crashes; failed allocations are FE_E_NOMEM without leaks. */
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
-#include "lm/safetensors.h"
+#include "lm/format/safetensors.h"
 #include "support/lm_fixtures.h"
 #include "support/testing.h"
 

@@ -32,10 +32,10 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
-#include "lm/causal.h"
-#include "lm/checks.h"
-#include "lm/gguf.h"
-#include "lm/tokenizer.h"
+#include "lm/model/causal.h"
+#include "lm/eval/checks.h"
+#include "lm/format/gguf.h"
+#include "lm/tokenizer/tokenizer.h"
 #include "support/lm_fixtures.h"
 
 #define FIXTURE "smollm2_llamacpp.txt"

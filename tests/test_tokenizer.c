@@ -18,9 +18,9 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
-#include "lm/bytelevel.h"
-#include "lm/gguf.h"
-#include "lm/tokenizer.h"
+#include "lm/tokenizer/bytelevel.h"
+#include "lm/format/gguf.h"
+#include "lm/tokenizer/tokenizer.h"
 #include "support/lm_fixtures.h"
 #include "support/testing.h"
 #include "support/tok_fixtures.h"

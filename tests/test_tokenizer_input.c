@@ -14,9 +14,9 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
-#include "lm/bytelevel.h"
-#include "lm/gguf.h"
-#include "lm/tokenizer.h"
+#include "lm/tokenizer/bytelevel.h"
+#include "lm/format/gguf.h"
+#include "lm/tokenizer/tokenizer.h"
 #include "support/lm_fixtures.h"
 #include "support/tok_fixtures.h"
 

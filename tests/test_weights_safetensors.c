@@ -1,5 +1,5 @@
 /* tests/test_weights_safetensors.c: Llama weights through Hugging Face safetensors
- * (src/lm/weights_safetensors.c, src/lm/safetensors_write.c): random tiny weights written as
+ * (src/lm/model/weights_safetensors.c, src/lm/model/weights_safetensors_write.c): random tiny weights written as
  * a folder read back as identical tensors and the same config; the read-back model's
  * teacher-forced logits are those of the original, bit for bit, and match the float32
  * oracle in the rotate-half form; bf16/f16 norms come back as f32 the weights own; weights
@@ -18,13 +18,13 @@
 
 #include "../apps/ferrum/cli.h"
 #include "core/alloc.h"
-#include "lm/bytelevel.h"
-#include "lm/causal.h"
-#include "lm/checks.h"
-#include "lm/oracle.h"
-#include "lm/safetensors.h"
-#include "lm/safetensors_write.h"
-#include "lm/weights.h"
+#include "lm/tokenizer/bytelevel.h"
+#include "lm/model/causal.h"
+#include "lm/eval/checks.h"
+#include "lm/eval/oracle.h"
+#include "lm/format/safetensors.h"
+#include "lm/model/weights_safetensors_write.h"
+#include "lm/model/weights.h"
 #include "support/testing.h"
 #include "support/cli_run.h"
 #include "support/lm_fixtures.h"

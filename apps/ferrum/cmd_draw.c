@@ -8,8 +8,8 @@
 
 #include "cli.h"
 #include "ferrum/graph.h"
-#include "lm/causal.h"
-#include "lm/checkpoint.h"
+#include "lm/model/causal.h"
+#include "lm/model/checkpoint.h"
 
 enum { EX_ROWS = 32, EX_COLS = 64, EX_CACHE = 128, EX_HQ = 4, EX_HKV = 2, EX_D = 32 };
 

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "generate.h"
-#include "lm/causal.h"
+#include "lm/model/causal.h"
 
 
 

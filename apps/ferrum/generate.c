@@ -11,14 +11,14 @@
 
 #include "core/alloc.h"
 #include "generate.h"
-#include "lm/causal.h"
-#include "lm/chat_template.h"
-#include "lm/checkpoint.h"
-#include "lm/checks.h"
-#include "lm/mapped.h"
-#include "lm/oracle.h"
-#include "lm/safetensors_write.h"
-#include "lm/tokenizer.h"
+#include "lm/model/causal.h"
+#include "lm/tokenizer/chat_template.h"
+#include "lm/model/checkpoint.h"
+#include "lm/eval/checks.h"
+#include "lm/format/mapped.h"
+#include "lm/eval/oracle.h"
+#include "lm/model/weights_safetensors_write.h"
+#include "lm/tokenizer/tokenizer.h"
 
 typedef struct session {
     fe_device *dev;

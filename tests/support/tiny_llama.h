@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lm/config.h"
+#include "lm/model/config.h"
 
 /* tied: the head is the embedding; llama3: theta 500000 with Llama 3 scaling (original
  * context 64), bos 1 and eos {2, 7}; otherwise theta 10000, no bos/eos. eps 1e-5. */

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "core/alloc.h"
-#include "lm/bytelevel.h"
+#include "lm/tokenizer/bytelevel.h"
 
 const char *tokfix_path(const char *name) {
     static char path[1024];

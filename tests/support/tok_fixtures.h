@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lm/gguf.h"
-#include "lm/tokenizer.h"
+#include "lm/format/gguf.h"
+#include "lm/tokenizer/tokenizer.h"
 
 /* tests/fixtures/<name> (a static buffer: copy it before the next call). */
 const char *tokfix_path(const char *name);

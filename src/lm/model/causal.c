@@ -1,0 +1,399 @@
+/* lm/model/causal.c: the Llama-family causal LM as a graph (see causal.h). The body traces either
+ * version: with an input "tokens" (C) it is the prefill chunk (GEMMs over the first n rows),
+ * without it the decode step (GEMVs with the RMSNorm prologue and fused epilogues, the token
+ * read from the carried tensor). Both write V and the rotated K straight into the caches at
+ * [pos, pos + n) and attend over [0, pos + n). */
+#include "lm/model/causal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "ops/rope/table.h"
+
+struct fe_causal {
+    fe_device *dev;
+    const fe_llama_weights *w;
+    fe_causal_options o;
+    bool prefill_bf16;  /* the prefill GEMMs use act_bf16 (o.prefill_dot resolved) */
+    fe_graph *g;
+    float *rope;        /* (max_seq_len, head_dim): cos then sin of the head_dim/2 angles */
+    int32_t *chunk;     /* (C) the prefill input */
+    int32_t *history;   /* (max_seq_len) the tokens now in the caches */
+    int64_t n_history;
+    int32_t last_token;
+    float *last_logits; /* (vocab) */
+    fe_error err;
+};
+
+fe_causal_options fe_causal_options_default(void) {
+    return (fe_causal_options){.temperature = 0, .top_k = 0, .top_p = 1, .seed = 0};
+}
+
+const char *fe_causal_message(const fe_causal *m) { return m->err.message; }
+int64_t fe_causal_position(const fe_causal *m) { return m->n_history; }
+fe_graph *fe_causal_graph(fe_causal *m) { return m->g; }
+
+static fe_h apply(fe_trace *t, const char *op, fe_h a, fe_h b) {
+    fe_h in[2] = {a, b};
+    return fe_apply(t, op, in, b.id ? 2 : 1, NULL, 0, NULL, 0);
+}
+
+/* RMSNorm with the model's epsilon */
+static fe_h rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps) {
+    fe_h in[2] = {x, w};
+    fe_setting e = {"eps", eps};
+    return fe_apply(t, "RMSNorm", in, 2, &e, 1, NULL, 0);
+}
+
+static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
+    char path[64];
+    snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
+    return fe_weight(t, path);
+}
+
+/* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), whether the chunk's
+ * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether GEMVs over
+ * block-quantised matrices take int8 activations (GEMV act_int8), and the model's RMSNorm
+ * epsilon. Both activation designs are the user's choice (fe_causal_options prefill_dot,
+ * decode_dot), not the tuner's: they change the numbers beyond the f32 designs' tolerance. */
+typedef struct { bool decode, act_bf16, act_int8; double eps; } mm_mode;
+
+/* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
+ * step's GEMVs compute themselves (their rmsnorm prologue) instead of a step before them */
+typedef struct { fe_h x, norm; } act;
+
+static act plain(fe_h x) { return (act){x, FE_NO_TENSOR}; }
+
+/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor. Block-
+ * quantised W with act_int8 on: a in int8 per 32-block, integer dot products (GEMV act_int8,
+ * as llama.cpp's Q8 activations) */
+static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res, int epi) {
+    fe_h in[5] = {w, a.x, up, res, a.norm};
+    fe_dtype wdt = fe_dtype_of(t, w);
+    bool int8 = mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+    fe_setting s[4] = {{"epilogue", epi}, {"act_int8", 1}, {"prologue", 1 /* rmsnorm */}, {"eps", mm.eps}};
+    int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
+    if (int8) s[n++] = s[1];
+    if (a.norm.id) s[n++] = s[2], s[n++] = s[3];
+    if (dst.id) return fe_apply_into(t, dst, "GEMV", in, n_in, s, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
+    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
+}
+
+/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 and up to one more
+ * setting; into dst when dst is a tensor */
+static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
+    fe_setting s[2] = {{"act_bf16", 1}};
+    int n = mm.act_bf16 ? 1 : 0;
+    if (extra) s[n++] = *extra;
+    if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
+    return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
+}
+
+/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
+static fe_h project(fe_trace *t, mm_mode mm, fe_h dst, act a, fe_h w) {
+    if (mm.decode) return gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, 0);
+    fe_h in[2] = {a.x, w};
+    return gemm(t, mm, dst, in, 2, NULL);
+}
+
+/* x + o W^T (the residual folded into the product) */
+static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
+    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, w, plain(o), FE_NO_TENSOR, x, 3 /* residual */);
+    fe_h in[4] = {o, w, FE_NO_TENSOR, x};
+    return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
+}
+
+/* silu(a Wg^T) * (a Wu^T) */
+static fe_h gated(fe_trace *t, mm_mode mm, act a, fe_h wg, fe_h wu) {
+    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, 2 /* swiglu */);
+    fe_setting silu = {"activation", 1};
+    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
+    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
+    return apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
+}
+
+/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
+ * GEMMs, folded into the GEMVs of a decode step */
+static act normed(fe_trace *t, mm_mode mm, fe_h x, fe_h w) {
+    return mm.decode ? (act){x, w} : plain(rmsnorm(t, x, w, mm.eps));
+}
+
+static fe_status causal_body(fe_trace *t, const void *model) {
+    const fe_causal *m = model;
+    const fe_lm_config *c = &m->w->cfg;
+    int64_t one = 1, hd = c->head_dim, S = m->o.max_seq_len;
+    fe_val pos = fe_carried(t, "position");
+    fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
+    bool decode = !fe_has_input(t, "tokens");
+    mm_mode mm = {decode, !decode && m->prefill_bf16, m->o.decode_dot != FE_DECODE_DOT_F32, c->rms_eps};
+    int64_t C = decode ? 1 : m->o.chunk;
+    fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
+    fe_h ids = decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
+    fe_val end = fe_val_sum(t, pos, n);
+
+    fe_h x = fe_take(t, fe_weight(t, "embed"), ids); /* (C, hidden), first n rows */
+    fe_h rope = fe_weight(t, "rope");
+    fe_setting form = {"form", m->w->rope_interleaved ? 1 : 0};
+    fe_value_set at = {"pos", pos};
+    int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        /* attention */
+        act h = normed(t, mm, x, layer_weight(t, l, "attn_norm"));
+        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
+        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
+        char path[64];
+        snprintf(path, sizeof path, "layers.%lld.k_cache", (long long)l);
+        fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
+        snprintf(path, sizeof path, "layers.%lld.v_cache", (long long)l);
+        fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
+        /* the new rows of K (rotated) and V go straight into the caches at [pos, pos + n) */
+        int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
+        project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
+                layer_weight(t, l, "wv"));
+        fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
+        q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
+        fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
+        fe_h att_in[3] = {q, fe_bound(t, kc, 0, end), fe_bound(t, vc, 0, end)};
+        fe_value_set off = {"q_offset", pos};
+        fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
+        int64_t flat[2] = {C, c->n_heads * hd};
+        x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
+        /* feed-forward */
+        h = normed(t, mm, x, layer_weight(t, l, "ffn_norm"));
+        fe_h a = gated(t, mm, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
+        x = project_add(t, mm, a, layer_weight(t, l, "w_down"), x);
+    }
+    /* the last row alone goes to the head */
+    fe_h last = decode ? x : fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
+    fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
+    fe_h logits = gemv(t, mm, FE_NO_TENSOR, fe_weight(t, "lm_head"), plain(xn), FE_NO_TENSOR,
+                       FE_NO_TENSOR, 0);
+    fe_setting sp[4] = {{"temperature", m->o.temperature}, {"top_k", (double)m->o.top_k},
+                        {"top_p", m->o.top_p}, {"seed", (double)m->o.seed}};
+    fe_value_set draw = {"pos", end};
+    fe_h next = fe_apply(t, "Sample", &logits, 1, sp, 4, &draw, 1);
+    fe_output(t, logits);
+    fe_output(t, next);
+    fe_carry_tensor(t, "token", next);
+    return fe_carry(t, "position", end);
+}
+
+static fe_status set_weights(fe_causal *m) {
+    const fe_llama_weights *w = m->w;
+    fe_status st = fe_graph_set_weight(m->g, "embed", w->embed);
+    if (st == FE_OK) st = fe_graph_set_weight(m->g, "norm", w->norm);
+    if (st == FE_OK) st = fe_graph_set_weight(m->g, "lm_head", w->lm_head);
+    int64_t rs[2] = {m->o.max_seq_len, w->cfg.head_dim};
+    if (st == FE_OK) st = fe_graph_set_weight(m->g, "rope", fe_tensor_contiguous(m->rope, FE_DTYPE_F32, 2, rs));
+    for (int64_t l = 0; st == FE_OK && l < w->cfg.n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        struct { const char *name; const fe_tensor *t; } ws[] = {
+            {"attn_norm", &L->attn_norm}, {"wq", &L->wq}, {"wk", &L->wk}, {"wv", &L->wv},
+            {"wo", &L->wo}, {"ffn_norm", &L->ffn_norm}, {"w_gate", &L->w_gate},
+            {"w_up", &L->w_up}, {"w_down", &L->w_down},
+        };
+        for (size_t i = 0; st == FE_OK && i < sizeof ws / sizeof ws[0]; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, ws[i].name);
+            st = fe_graph_set_weight(m->g, path, *ws[i].t);
+        }
+    }
+    return st == FE_OK ? FE_OK : fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
+}
+
+static fe_status compile_versions(fe_causal *m) {
+    fe_compile_options co = fe_compile_options_default();
+    co.packaging = m->o.packaging;
+    co.verbose = m->o.verbose;
+    int64_t C = m->o.chunk;
+    fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(m->chunk, FE_DTYPE_I32, 1, &C)};
+    fe_status st = fe_graph_compile(m->g, &prefill, 1, &co);
+    if (st == FE_OK) st = fe_graph_compile(m->g, NULL, 0, &co);
+    return st == FE_OK ? FE_OK : fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
+}
+
+/* The RoPE table when the checkpoint stores per-frequency divisors (llama.cpp's
+ * rope_freqs.weight): theta's frequencies divided by them, cos then sin per position. */
+static fe_status freqs_table(fe_causal *m, const fe_lm_config *c, const fe_tensor *div, fe_error *err) {
+    int64_t hd = c->head_dim, half = hd / 2;
+    if (!div->data || div->dtype != FE_DTYPE_F32 || fe_tensor_numel(div) != half)
+        return fe_error_set(err, FE_E_FORMAT, "the config asks for rope_freqs divisors but the "
+                            "weights hold no (head_dim / 2) f32 rope_freqs tensor");
+    double *f = fe_malloc((size_t)half * sizeof *f);
+    if (!f) return fe_error_set(err, FE_E_NOMEM, "causal LM: out of memory");
+    fe_status st = fe_rope_inv_freq(f, hd, c->rope_theta, NULL);
+    for (int64_t i = 0; st == FE_OK && i < half; i++) {
+        float d = ((const float *)div->data)[i];
+        if (!(d > 0)) st = fe_error_set(err, FE_E_FORMAT, "rope_freqs[%lld] = %g; divisors must be > 0", (long long)i, d);
+        f[i] /= d;
+    }
+    for (int64_t p = 0; st == FE_OK && p < m->o.max_seq_len; p++)
+        for (int64_t i = 0; i < half; i++) {
+            double a = (double)p * f[i];
+            m->rope[p * hd + i] = (float)cos(a);
+            m->rope[p * hd + half + i] = (float)sin(a);
+        }
+    fe_free(f);
+    return st;
+}
+
+fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_causal_options *o,
+                           fe_causal **out, fe_error *err) {
+    *out = NULL;
+    fe_causal *m = fe_calloc(1, sizeof *m);
+    if (!m) return fe_error_set(err, FE_E_NOMEM, "causal LM: out of memory");
+    m->dev = dev;
+    m->w = w;
+    m->o = o ? *o : fe_causal_options_default();
+    const fe_lm_config *c = &w->cfg;
+    if (m->o.max_seq_len <= 0) m->o.max_seq_len = c->max_context > 0 && c->max_context < 4096 ? c->max_context : 4096;
+    if (m->o.chunk <= 0) m->o.chunk = 256;
+    if (m->o.chunk > m->o.max_seq_len) m->o.chunk = m->o.max_seq_len;
+    bool all_bf16 = true; /* act_bf16 needs every layer matrix in bf16 */
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
+    }
+    if (m->o.prefill_dot == FE_PREFILL_DOT_BF16 && !all_bf16) {
+        fe_causal_destroy(m);
+        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in bf16 need every layer matrix "
+                            "in bf16; this model's are %s: use f32 dot products (the default for it)",
+                            fe_dtype_info(w->layers[0].wq.dtype)->name);
+    }
+    m->prefill_bf16 = all_bf16 && m->o.prefill_dot != FE_PREFILL_DOT_F32;
+    fe_status st = FE_OK;
+    if (c->max_context > 0 && m->o.max_seq_len > c->max_context)
+        st = fe_error_set(err, FE_E_INVALID, "max_seq_len %lld exceeds the model's context of %lld; "
+                          "give at most %lld", (long long)m->o.max_seq_len, (long long)c->max_context,
+                          (long long)c->max_context);
+    m->rope = fe_aligned_alloc(64, (size_t)(m->o.max_seq_len * c->head_dim) * sizeof(float));
+    m->chunk = fe_calloc((size_t)m->o.chunk, sizeof *m->chunk);
+    m->history = fe_calloc((size_t)m->o.max_seq_len, sizeof *m->history);
+    m->last_logits = fe_calloc((size_t)c->vocab, sizeof(float));
+    if (st == FE_OK && (!m->rope || !m->chunk || !m->history || !m->last_logits))
+        st = fe_error_set(err, FE_E_NOMEM, "causal LM: out of memory");
+    if (st == FE_OK && c->rope_scaling.type == FE_LM_ROPE_FREQS_TENSOR) {
+        st = freqs_table(m, c, &w->rope_freqs, err);
+    } else if (st == FE_OK) {
+        fe_rope_scaling sc = {c->rope_scaling.factor, c->rope_scaling.low_freq_factor,
+                              c->rope_scaling.high_freq_factor,
+                              c->rope_scaling.original_max_position_embeddings};
+        st = fe_rope_table(m->rope, m->o.max_seq_len, c->head_dim, c->rope_theta,
+                           c->rope_scaling.type == FE_LM_ROPE_LLAMA3 ? &sc : NULL);
+        if (st != FE_OK) fe_error_set(err, st, "causal LM: cannot build the RoPE table (%s)",
+                                      fe_status_str(st));
+    }
+    if (st == FE_OK) st = fe_graph_create(dev, "causal", causal_body, m, &m->g, err);
+    if (st == FE_OK) st = set_weights(m);
+    if (st == FE_OK) st = compile_versions(m);
+    if (st != FE_OK) {
+        if (err && m->err.status != FE_OK) *err = m->err;
+        fe_causal_destroy(m);
+        return st;
+    }
+    *out = m;
+    return FE_OK;
+}
+
+void fe_causal_destroy(fe_causal *m) {
+    if (!m) return;
+    fe_graph_destroy(m->g);
+    fe_free(m->rope);
+    fe_free(m->chunk);
+    fe_free(m->history);
+    fe_free(m->last_logits);
+    fe_free(m);
+}
+
+/* One prefill call: rows tokens[0..n) at position pos (n <= chunk). */
+static fe_status prefill_call(fe_causal *m, const int32_t *tokens, int64_t n, int64_t pos) {
+    memcpy(m->chunk, tokens, (size_t)n * sizeof *tokens);
+    int64_t C = m->o.chunk;
+    fe_named_tensor in = {"tokens", fe_tensor_contiguous(m->chunk, FE_DTYPE_I32, 1, &C)};
+    fe_word words[2] = {{"n", n}, {"position", pos}};
+    fe_tensor outs[2];
+    int n_out = 0;
+    fe_status st = fe_graph_call(m->g, &in, 1, words, 2, outs, 2, &n_out);
+    if (st != FE_OK) return fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
+    memcpy(m->last_logits, outs[0].data, (size_t)m->w->cfg.vocab * sizeof(float));
+    m->last_token = *(const int32_t *)outs[1].data;
+    return FE_OK;
+}
+
+fe_status fe_causal_prompt(fe_causal *m, const int32_t *tokens, int64_t n, const float **logits,
+                           int32_t *next) {
+    fe_error_clear(&m->err);
+    if (n < 1 || n > m->o.max_seq_len)
+        return fe_error_set(&m->err, FE_E_BOUNDS, "a prompt of %lld tokens; give 1..%lld (max_seq_len)",
+                            (long long)n, (long long)m->o.max_seq_len);
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->w->cfg.vocab)
+            return fe_error_set(&m->err, FE_E_BOUNDS, "token %d at %lld is outside the vocabulary of "
+                                "%lld", tokens[i], (long long)i, (long long)m->w->cfg.vocab);
+    /* reuse the cached chunks before the first token that differs */
+    int64_t same = 0;
+    while (same < n && same < m->n_history && tokens[same] == m->history[same]) same++;
+    if (same == n) same = n - 1; /* the last row must run again for its logits */
+    int64_t start = same / m->o.chunk * m->o.chunk;
+    for (int64_t pos = start; pos < n; pos += m->o.chunk) {
+        int64_t rows = n - pos < m->o.chunk ? n - pos : m->o.chunk;
+        fe_status st = prefill_call(m, tokens + pos, rows, pos);
+        if (st != FE_OK) return st;
+    }
+    memcpy(m->history, tokens, (size_t)n * sizeof *tokens);
+    m->n_history = n;
+    if (logits) *logits = m->last_logits;
+    if (next) *next = m->last_token;
+    return FE_OK;
+}
+
+typedef struct loop_ctx {
+    fe_causal *m;
+    fe_token_fn fn;
+    void *user;
+} loop_ctx;
+
+static int on_step(void *user, int step, const fe_tensor *outs, int n) {
+    loop_ctx *c = user;
+    (void)step, (void)n;
+    fe_causal *m = c->m;
+    int32_t tok = *(const int32_t *)outs[1].data;
+    /* the token just fed is now in the caches */
+    if (m->n_history < m->o.max_seq_len) m->history[m->n_history++] = m->last_token;
+    m->last_token = tok;
+    return c->fn ? c->fn(c->user, tok, outs[0].data) : 0;
+}
+
+fe_status fe_causal_decode(fe_causal *m, int n, fe_token_fn fn, void *user) {
+    fe_error_clear(&m->err);
+    if (m->n_history == 0)
+        return fe_error_set(&m->err, FE_E_STATE, "decode needs a prompt first (fe_causal_prompt)");
+    if (m->n_history + n > m->o.max_seq_len)
+        return fe_error_set(&m->err, FE_E_BOUNDS, "%lld tokens in the cache plus %d more pass "
+                            "max_seq_len %lld; give a larger --max-seq-len or fewer tokens",
+                            (long long)m->n_history, n, (long long)m->o.max_seq_len);
+    loop_ctx c = {m, fn, user};
+    fe_word pos = {"position", m->n_history};
+    fe_status st = fe_graph_loop(m->g, NULL, 0, &pos, 1, n, on_step, &c);
+    return st == FE_OK ? FE_OK : fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
+}
+
+fe_status fe_causal_teacher_forced(fe_causal *m, const int32_t *tokens, int64_t n, float *out) {
+    fe_error_clear(&m->err);
+    if (n < 1 || n > m->o.max_seq_len)
+        return fe_error_set(&m->err, FE_E_BOUNDS, "%lld tokens; give 1..%lld", (long long)n,
+                            (long long)m->o.max_seq_len);
+    int64_t V = m->w->cfg.vocab;
+    for (int64_t i = 0; i < n; i++) {
+        fe_status st = prefill_call(m, tokens + i, 1, i);
+        if (st != FE_OK) return st;
+        memcpy(out + i * V, m->last_logits, (size_t)V * sizeof(float));
+        m->history[i] = tokens[i];
+    }
+    m->n_history = n;
+    return FE_OK;
+}

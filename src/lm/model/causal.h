@@ -1,0 +1,65 @@
+/* lm/model/causal.h: a causal language model (Llama family) as one graph with two versions — a
+ * prefill chunk of C rows and a decode step — each compiled once. max_seq_len sizes only
+ * the KV caches (max_seq_len, n_kv_heads, head_dim) per layer and the RoPE table. Prompts
+ * run chunk by chunk against the caches; only the last row goes to the head; the next token
+ * is sampled on the device and carried with the position, so decoding is a device loop. */
+#ifndef FE_LM_CAUSAL_H
+#define FE_LM_CAUSAL_H
+
+#include "ferrum/graph.h"
+#include "lm/model/weights.h"
+
+typedef struct fe_causal_options {
+    int64_t max_seq_len; /* KV cache rows; 0: min(4096, the model's context) */
+    int64_t chunk;       /* prefill rows per call; 0: 256 */
+    double temperature;  /* 0: greedy */
+    int64_t top_k;       /* 0: off */
+    double top_p;        /* 1: off */
+    uint64_t seed;
+    fe_packaging packaging;
+    bool verbose;        /* print each version's packaging and per-call values */
+    /* Prefill dot products over bf16 matrices: AUTO (the default) rounds the activations to
+     * bf16 and multiplies with bf16 dot products (GEMM act_bf16: about 1.7x the f32 path on
+     * AVX512_BF16, as llama.cpp computes; KL to the f32 oracle ~1e-4) ; F32 keeps them f32
+     * (exact to the oracle). Other weight dtypes and the decode step always use f32. */
+    enum { FE_PREFILL_DOT_AUTO = 0, FE_PREFILL_DOT_F32, FE_PREFILL_DOT_BF16 } prefill_dot;
+    /* GEMV dot products over block-quantised matrices (q8_0, q4_0, q4_1), the decode step's
+     * and the head's: AUTO (the default) quantises the activation to int8 per 32-block and
+     * sums exact integer products (GEMV act_int8: 1.3-1.9x the f32 path, as llama.cpp's Q8
+     * activations); F32 keeps it f32 (exact to the oracle). Float matrices are always f32. */
+    enum { FE_DECODE_DOT_AUTO = 0, FE_DECODE_DOT_F32 } decode_dot;
+} fe_causal_options;
+
+fe_causal_options fe_causal_options_default(void);
+
+typedef struct fe_causal fe_causal;
+
+/* Builds the graph over borrowed weights and device (both must outlive the model) and
+ * compiles its two versions. */
+fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_causal_options *o,
+                           fe_causal **out, fe_error *err);
+void fe_causal_destroy(fe_causal *m);
+const char *fe_causal_message(const fe_causal *m);
+
+/* Runs tokens[0..n) as the sequence from position 0 on, reusing the cache rows of the
+ * previous sequence up to the chunk holding the first token that differs (a chat turn
+ * reruns only the chunks that changed, and gives the same logits as a run from scratch).
+ * *logits (vocab floats, valid until the next call) are the last row's; *next is the token
+ * drawn after it. */
+fe_status fe_causal_prompt(fe_causal *m, const int32_t *tokens, int64_t n, const float **logits,
+                           int32_t *next);
+
+/* Decodes up to n tokens on the device, starting from the token drawn last; on_token sees
+ * each (and its logits) and may stop the loop by returning nonzero. */
+typedef int (*fe_token_fn)(void *user, int32_t token, const float *logits);
+fe_status fe_causal_decode(fe_causal *m, int n, fe_token_fn on_token, void *user);
+
+/* Teacher-forced logits: for each i, the logits after tokens[0..i], one decode-sized call a
+ * position through the prefill version (bounded to one row). out is n * vocab floats. */
+fe_status fe_causal_teacher_forced(fe_causal *m, const int32_t *tokens, int64_t n, float *out);
+
+/* The sequence position the next token takes, and the model's graph (for stats, drawing). */
+int64_t fe_causal_position(const fe_causal *m);
+fe_graph *fe_causal_graph(fe_causal *m);
+
+#endif
