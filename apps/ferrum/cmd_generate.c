@@ -78,7 +78,8 @@ static bool parse_f64(const char *s, double lo, double hi, double *out) {
 
 /* Parses argv; returns FE_EXIT_OK, or FE_EXIT_USAGE after printing what is wrong. */
 static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *help) {
-    *a = (gen_args){.num_tokens = 64, .top_p = 1, .dtype = "bf16"};
+    *a = (gen_args){.num_tokens = 64, .top_p = 1, .dtype = "bf16", .repeat_last_n = 64,
+                    .repeat_penalty = 1, .seed_given = true};
     *help = false;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -167,4 +168,9 @@ int fe_cmd_generate(int argc, char **argv, const fe_cli_io *io) {
         return FE_EXIT_OK;
     }
     return fe_generate_run(&a, io);
+}
+
+void gen_args_deinit(gen_args *a) {
+    free(a->prompt_text);
+    a->prompt_text = NULL;
 }
