@@ -36,7 +36,7 @@ TEST_LIB_SRC := $(wildcard tests/support/*.c)
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-BENCH_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/support/*.c))
+BENCH_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/support/*.c bench/support/*/*.c))
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 
 SETUP_STAMP := $(BUILD)/.setup-done

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "device/cpu/peak.h"
+#include "support/peak.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
 #include "ops/op.h"
@@ -63,7 +63,7 @@ static double max_of(const double *v, int n) {
     return m;
 }
 
-/* ---- 1. FMA peak (src/device/cpu/peak.c) ---- */
+/* ---- 1. FMA peak (src/support/peak.c) ---- */
 
 static void fma_peak_of(fe_device *dev, bool bf16, int repeats, double *best, double *median,
                         int *lanes) {

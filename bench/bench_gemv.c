@@ -21,11 +21,11 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "device/cpu/membw.h"
+#include "support/membw.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
 #include "ops/op.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 #include "support/bench_device.h"
 
 enum { WARMUP = 2, MIN_RUNS = 9, MAX_RUNS = 21, SWEEP_RUNS = 7, MAX_CASES = 32 };

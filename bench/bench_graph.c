@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/cpu/membw.h"
+#include "support/membw.h"
 #include "graph/internal.h"
 #include "support/bench_device.h"
 

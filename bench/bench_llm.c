@@ -3,14 +3,14 @@
  * shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
  * tokens/s over 64 tokens, and the decode ceiling: the measured read bandwidth (best of 1/2/4/8
  * streams per worker) over the bytes of weights read per token, with the ratio to it; the
- * prefill's GFLOP/s against the measured f32 FMA peak and bf16 dot peak (device/cpu/peak.c).
+ * prefill's GFLOP/s against the measured f32 FMA peak and bf16 dot peak (support/peak.c).
  * Usage: bench_llm [smollm2|llama|all] (default all). Prints the machine first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/cpu/membw.h"
-#include "device/cpu/peak.h"
+#include "support/membw.h"
+#include "support/peak.h"
 #include "lm/model/causal.h"
 #include "lm/model/checkpoint.h"
 #include "support/bench_device.h"

@@ -14,7 +14,7 @@
  *   4. the roofs again (drift over the run) and the CPU share other processes took.
  * Every measurement prints its median and min..max spread: this VM is shared and noisy, and
  * the host's memory bandwidth itself drifts (docs/performance.md).
- * The roofs themselves are measured by src/device/cpu/membw.c (fe_membw_measure). */
+ * The roofs themselves are measured by src/support/membw.c (fe_membw_measure). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "device/cpu/membw.h"
+#include "support/membw.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
 #include "ops/op.h"

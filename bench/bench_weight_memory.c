@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "device/cpu/membw.h"
+#include "support/membw.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
 #include "support/bench_device.h"

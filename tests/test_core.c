@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 static float bits_f(uint32_t u) {
     float f;

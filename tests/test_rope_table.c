@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "ops/rope/table.h"
+#include "lm/model/rope_table.h"
 #include "support/testing.h"
 
 static const double PI = 3.14159265358979323846;

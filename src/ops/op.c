@@ -106,16 +106,6 @@ fe_status fe_op_same_dtype(fe_op_ctx *c, int a, int b) {
                         c->op->operands[b].name, fe_dtype_info(c->operands[b].dtype)->name);
 }
 
-void fe_split(int64_t n, int ith, int nth, int64_t align, int64_t *lo, int64_t *hi) {
-    if (align < 1) align = 1;
-    int64_t units = (n + align - 1) / align;
-    int64_t per = units / nth, extra = units % nth;
-    int64_t u0 = ith * per + (ith < extra ? ith : extra);
-    int64_t u1 = u0 + per + (ith < extra ? 1 : 0);
-    *lo = u0 * align < n ? u0 * align : n;
-    *hi = u1 * align < n ? u1 * align : n;
-}
-
 fe_tensor fe_tensor_contiguous(void *data, fe_dtype dt, int rank, const int64_t *shape) {
     fe_tensor t = {.data = data, .dtype = dt, .rank = rank};
     int64_t s = 1;

@@ -10,6 +10,7 @@
 #define FE_OPS_OP_H
 
 #include "core/error.h"
+#include "device/split.h"
 #include "ferrum/ops.h"
 
 enum {
@@ -211,10 +212,6 @@ fe_status fe_op_refuse(fe_op_ctx *c, fe_status s, const char *fmt, ...) FE_PRINT
 /* Common infer checks; each refuses with a message naming the operands and the fix. */
 fe_status fe_op_same_shape(fe_op_ctx *c, int a, int b);
 fe_status fe_op_same_dtype(fe_op_ctx *c, int a, int b);
-
-/* The range [lo, hi) of n items that worker ith of nth takes, lo and hi multiples of align
- * (except hi == n). */
-void fe_split(int64_t n, int ith, int nth, int64_t align, int64_t *lo, int64_t *hi);
 
 #define FE_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

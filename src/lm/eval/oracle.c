@@ -9,7 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 /* out[i][r] = W[r] . x[i] for n rows x (n, in) -> out (n, rows) */
 static void matmul(const fe_tensor *w, const float *x, int n, float *out, float *row) {

@@ -11,7 +11,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "ops/rope/table.h"
+#include "lm/model/rope_table.h"
 
 struct fe_causal {
     fe_device *dev;

@@ -19,7 +19,7 @@
 typedef enum fe_lm_rope_scaling_type {
     FE_LM_ROPE_NONE = 0,
     FE_LM_ROPE_LINEAR,       /* positions divided by factor */
-    FE_LM_ROPE_LLAMA3,       /* Llama 3.1/3.2 frequency bands (see ops/rope/table.h) */
+    FE_LM_ROPE_LLAMA3,       /* Llama 3.1/3.2 frequency bands (see lm/model/rope_table.h) */
     FE_LM_ROPE_FREQS_TENSOR, /* GGUF: per-frequency factors stored in tensor rope_freqs.weight */
 } fe_lm_rope_scaling_type;
 

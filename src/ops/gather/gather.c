@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ops/gather/gather.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 FE_GATHER_KERNELS(gather);
 

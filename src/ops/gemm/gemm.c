@@ -10,7 +10,7 @@
 
 #include "core/alloc.h"
 #include "ops/gemm/gemm.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 static const fe_kernel_decl kernels[] = {
     {FE_ISA_SCALAR, fe_gemm_scalar, 1},

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "ops/gemv/gemv.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 #define GEMV_ISA FE_ISA_AVX512
 #define GEMV_KNAME fe_gemv_avx512

@@ -4,7 +4,7 @@
  * q4_1) dotted block by block in exact int32 sums, scaled in double (fe_gemv_dot_int8, the
  * reference's own). The driver is driver.inc. */
 #include "ops/gemv/gemv.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 #define GEMV_ISA FE_ISA_SCALAR
 #define GEMV_KNAME fe_gemv_scalar

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ops/gemv/gemv.h"
-#include "ops/quant/quant.h"
+#include "core/quant.h"
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 

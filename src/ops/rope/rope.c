@@ -1,6 +1,6 @@
 /* ops/rope/rope.c: RoPE, rotary position embedding: y = x rotated pairwise by the angles of
- * positions pos .. pos + rows - 1, read from a precomputed cos/sin table (table.h builds
- * one, with Llama 3 frequency scaling).
+ * positions pos .. pos + rows - 1, read from a precomputed cos/sin table (a model builds
+ * one, with Llama 3 frequency scaling: lm/model/rope_table.h).
  *
  * x (S, H, D) f32, table (P, D) f32, y (S, H, D) f32 (may be x). Row r of x, every head,
  * takes table row pos + r: cos of its D/2 angles in columns [0, D/2), sin in [D/2, D). Pairs

@@ -2,7 +2,7 @@
  * tunable, extent, value and param indices, and the kernel table.
  *
  * x (S, H, D) f32 -> y (S, H, D) f32 (y may be x), table (P, D) f32 whose row p holds the
- * cos of the D/2 angles of position p, then their sin (table.h builds one). Row r of x
+ * cos of the D/2 angles of position p, then their sin (lm/model/rope_table.h builds one). Row r of x
  * (all H heads) is rotated by table row pos + r. Extents S, H, D and last_pos; per-call
  * values "rows" (the first rows of x; later rows of y are untouched) and "pos" (in
  * [0, last_pos]). */

@@ -1,7 +1,7 @@
-/* device/cpu/peak.c: this machine's arithmetic peak (see peak.h): every worker runs
+/* bench/support/peak.c: this machine's arithmetic peak (see peak.h): every worker runs
  * independent chains of register-only vector multiply-adds, long enough that the chains
  * outnumber latency x pipes, and the best / median of repeated dispatches is the peak. */
-#include "device/cpu/peak.h"
+#include "peak.h"
 
 #include <immintrin.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* ops/rope/table.c: RoPE's cos/sin table with optional Llama 3 frequency scaling (see
- * table.h). Plain C in double; a host step done once per model, not a kernel. */
-#include "ops/rope/table.h"
+/* lm/model/rope_table.c: RoPE's cos/sin table with optional Llama 3 frequency scaling (see
+ * rope_table.h). Plain C in double; a host step done once per model, not a kernel. */
+#include "lm/model/rope_table.h"
 
 #include <math.h>
 

@@ -1,14 +1,14 @@
-/* device/cpu/membw.c: the bandwidth measurements of membw.h: splitting buffers over the
+/* bench/support/membw.c: the bandwidth measurements of membw.h: splitting buffers over the
  * pool's workers, timing repeated dispatches, and summarizing the runs. The loops themselves
  * are in membw/kernels.inc, one build per ISA, chosen here from fe_device_info.isa. */
-#include "device/cpu/membw.h"
+#include "membw.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "ops/op.h" /* fe_split */
+#include "device/split.h"
 
 typedef float (*read_fn)(const float *, int64_t, int);
 typedef void (*triad_fn)(float *, const float *, const float *, float, int64_t, bool);

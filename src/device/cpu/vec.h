@@ -1,4 +1,4 @@
-/* ops/vec/vec.h: one small vector vocabulary over float32 for the kernels of every ISA.
+/* device/cpu/vec.h: one small vector vocabulary over float32 for the kernels of every ISA.
  *
  * A kernel source written with these names (vf, VW, v_add, v_exp...) is compiled once per ISA:
  * under -mavx512f it uses 16-lane __m512, under -mavx2 8-lane __m256, and otherwise a 1-lane
@@ -9,8 +9,8 @@
  * exp, tanh and erf are our own (Cephes-style polynomials): exp within ~2 ulp on
  * [-87, 88], tanh within ~3e-7 absolute, erf within 1.5e-7 absolute (Abramowitz-Stegun
  * 7.1.26). Operators declare tolerances that cover these. */
-#ifndef FE_OPS_VEC_H
-#define FE_OPS_VEC_H
+#ifndef FE_DEVICE_CPU_VEC_H
+#define FE_DEVICE_CPU_VEC_H
 
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* ops/quant/quant.h: the GGUF block formats q8_0, q4_0 and q4_1, as plain C: decoding a row
+/* core/quant.h: the GGUF block formats q8_0, q4_0 and q4_1, as plain C: decoding a row
  * of blocks to f32 (the reference every quantized kernel is checked against, and the
  * convert-at-load path) and encoding f32 into blocks (for tests and conversion).
  *
@@ -6,8 +6,8 @@
  *   q8_0: d, qs[32] (i8)                    x[j] = d * qs[j]
  *   q4_0: d, qs[16] (nibbles)               x[j] = d * ((qs[j] & 15) - 8),  x[j+16] = d * ((qs[j] >> 4) - 8)
  *   q4_1: d, m, qs[16] (nibbles)            x[j] = d * (qs[j] & 15) + m,    x[j+16] = d * (qs[j] >> 4) + m */
-#ifndef FE_OPS_QUANT_H
-#define FE_OPS_QUANT_H
+#ifndef FE_CORE_QUANT_H
+#define FE_CORE_QUANT_H
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
-/* device/cpu/peak.h: the arithmetic peak of this machine's workers, measured, for benches
+/* bench/support/peak.h: the arithmetic peak of this machine's workers, measured, for benches
  * that judge a compute-bound kernel (GEMM, prefill) against it. */
-#ifndef FE_DEVICE_CPU_PEAK_H
-#define FE_DEVICE_CPU_PEAK_H
+#ifndef FE_BENCH_PEAK_H
+#define FE_BENCH_PEAK_H
 
 #include <stdbool.h>
 

@@ -1,5 +1,5 @@
-/* ops/quant/quant.c: block decode and encode in plain C (see quant.h). */
-#include "ops/quant/quant.h"
+/* core/quant.c: block decode and encode in plain C (see quant.h). */
+#include "core/quant.h"
 
 #include <math.h>
 #include <string.h>

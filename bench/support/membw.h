@@ -1,4 +1,4 @@
-/* device/cpu/membw.h: measured memory bandwidth of this machine, the roofs that bench/ judges
+/* bench/support/membw.h: measured memory bandwidth of this machine, the roofs that bench/ judges
  * memory-bound kernels against.
  *
  * Two figures, each taken with every worker of the device pool (one dispatch, one step of
@@ -8,11 +8,11 @@
  *   triad: STREAM's a[i] = b[i] + s * c[i] over three arrays, counting three arrays' bytes
  *          as STREAM does, with normal and with non-temporal stores.
  * Buffers come from fe_aligned_alloc (64-byte aligned, like kernel operands here) and are
- * touched by the workers before timing. The loops are written once over ops/vec/vec.h in
+ * touched by the workers before timing. The loops are written once over device/cpu/vec.h in
  * membw/kernels.inc and built per ISA (membw/scalar.c, avx2.c, avx512.c); the device's
  * fe_device_info.isa picks one at run time. 1 GB = 1e9 bytes throughout. */
-#ifndef FE_DEVICE_CPU_MEMBW_H
-#define FE_DEVICE_CPU_MEMBW_H
+#ifndef FE_BENCH_MEMBW_H
+#define FE_BENCH_MEMBW_H
 
 #include "ferrum/device.h"
 

@@ -1,4 +1,4 @@
-/* ops/rope/table.h: building RoPE's cos/sin table on the host (not an operator).
+/* lm/model/rope_table.h: building RoPE's cos/sin table on the host (not an operator).
  *
  * Row p of the (P, D) table holds cos(p * f_i) for i in [0, D/2), then sin(p * f_i), with
  * f_i = theta^(-2i/D) the inverse frequencies, optionally rescaled as Llama 3.1 / 3.2 do
@@ -11,8 +11,8 @@
  * Everything is computed in double and rounded to f32 once, so the table is the exact one
  * to f32 precision; transformers computes in f32, and its angles at large p differ from
  * these by up to an f32 ulp of p * f_i. */
-#ifndef FE_OPS_ROPE_TABLE_H
-#define FE_OPS_ROPE_TABLE_H
+#ifndef FE_LM_MODEL_ROPE_TABLE_H
+#define FE_LM_MODEL_ROPE_TABLE_H
 
 #include <stdint.h>
 

@@ -1,0 +1,2 @@
+/* bench/support/membw/avx512.c: the bandwidth loops built for avx512 (see kernels.inc). */
+#include "kernels.inc"

@@ -1,2 +1,0 @@
-/* device/cpu/membw/avx2.c: the bandwidth loops built for avx2 (see kernels.inc). */
-#include "device/cpu/membw/kernels.inc"

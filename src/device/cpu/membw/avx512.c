@@ -1,2 +1,0 @@
-/* device/cpu/membw/avx512.c: the bandwidth loops built for avx512 (see kernels.inc). */
-#include "device/cpu/membw/kernels.inc"
