@@ -1,9 +1,11 @@
 # Makefile: the one non-recursive build of ferrum.
 #
 # Every object lands under $(BUILD)/ (out of tree), with header dependencies from -MMD.
-# Kernel files named avx512.c / avx2.c are compiled with that ISA's flags and nothing else
-# is: the library itself targets baseline x86-64 and picks kernels at run time (cpuid), so a
-# build made on an AVX-512 machine runs, slower, on one without it.
+# Kernels are the only code compiled with an ISA's flags: each family's kernels.inc, built
+# three times (kernels.scalar.o, kernels.avx2.o, kernels.avx512.o: see "Kernels" below), and
+# hand-written kernel files named avx512.c / avx2.c. The library itself targets baseline
+# x86-64 and picks kernels at run time (cpuid), so a build made on an AVX-512 machine runs,
+# slower, on one without it.
 #
 #   make            libferrum.a, libferrum.so and the ferrum CLI
 #   make test       installs what is missing, builds, runs the default test suite
@@ -26,8 +28,13 @@ ISA_AVX2   = -mavx2 -mfma -mf16c
 
 isa_flags = $(if $(filter %/avx512.c,$<),$(ISA_AVX512),$(if $(filter %/avx2.c,$<),$(ISA_AVX2)))
 
+# Kernels: a kernels.inc under folder $(1) becomes one object per ISA, e.g.
+# $(BUILD)/src/ops/gemm/kernels.avx512.o, compiled by the pattern rules below.
+KERNEL_ISAS := scalar avx2 avx512
+kernel_objs = $(foreach f,$(shell find $(1) -name kernels.inc | sort),$(foreach i,$(KERNEL_ISAS),$(BUILD)/$(f:.inc=.$(i).o)))
+
 LIB_SRC   := $(shell find src -name '*.c' | sort)
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(call kernel_objs,src)
 APP_SRC   := $(shell find apps -name '*.c' | sort)
 APP_OBJ   := $(APP_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(wildcard tests/test_*.c)
@@ -36,7 +43,7 @@ TEST_LIB_SRC := $(wildcard tests/support/*.c)
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-BENCH_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/support/*.c bench/support/*/*.c))
+BENCH_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/support/*.c)) $(call kernel_objs,bench/support)
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 
 SETUP_STAMP := $(BUILD)/.setup-done
@@ -58,6 +65,18 @@ setup: $(SETUP_STAMP)
 $(BUILD)/%.o: %.c | $(SETUP_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(isa_flags) -c $< -o $@
+
+# One kernels.inc, three objects: the ISA's flags and -DFE_BUILD_<ISA>, which device/cpu/vec.h
+# checks against the flags (so an object's name always says what it was built for).
+$(BUILD)/%.scalar.o: %.inc | $(SETUP_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -DFE_BUILD_SCALAR -x c -c $< -o $@
+$(BUILD)/%.avx2.o: %.inc | $(SETUP_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(ISA_AVX2) -DFE_BUILD_AVX2 -x c -c $< -o $@
+$(BUILD)/%.avx512.o: %.inc | $(SETUP_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(ISA_AVX512) -DFE_BUILD_AVX512 -x c -c $< -o $@
 
 $(BUILD)/libferrum.a: $(LIB_OBJ)
 	@rm -f $@

@@ -9,7 +9,7 @@
  *          as STREAM does, with normal and with non-temporal stores.
  * Buffers come from fe_aligned_alloc (64-byte aligned, like kernel operands here) and are
  * touched by the workers before timing. The loops are written once over device/cpu/vec.h in
- * membw/kernels.inc and built per ISA (membw/scalar.c, avx2.c, avx512.c); the device's
+ * membw/kernels.inc and built once per ISA by the Makefile; the device's
  * fe_device_info.isa picks one at run time. 1 GB = 1e9 bytes throughout. */
 #ifndef FE_BENCH_MEMBW_H
 #define FE_BENCH_MEMBW_H

@@ -213,6 +213,20 @@ fe_status fe_op_refuse(fe_op_ctx *c, fe_status s, const char *fmt, ...) FE_PRINT
 fe_status fe_op_same_shape(fe_op_ctx *c, int a, int b);
 fe_status fe_op_same_dtype(fe_op_ctx *c, int a, int b);
 
+/* Declares the three builds of one kernel, fe_<name>_scalar, fe_<name>_avx2 and
+ * fe_<name>_avx512 (a family's kernels.inc defines FE_KNAME(name), compiled once per ISA),
+ * and the table <name>_kernels listing them with the tile each build's inner loop takes:
+ *   FE_KERNELS(relu, 1, 8, 16);   ...   .kernels = relu_kernels, .n_kernels = 3 */
+#define FE_KERNELS(name, tile_scalar, tile_avx2, tile_avx512)                              \
+    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
+    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
+    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
+    static const fe_kernel_decl name##_kernels[] = {                                      \
+        {FE_ISA_SCALAR, fe_##name##_scalar, tile_scalar},                                 \
+        {FE_ISA_AVX2, fe_##name##_avx2, tile_avx2},                                       \
+        {FE_ISA_AVX512, fe_##name##_avx512, tile_avx512},                                 \
+    }
+
 #define FE_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Defines the public fe_op for a declaration: FE_OP_DEFINE(relu) { .name = "ReLU", ... }; */

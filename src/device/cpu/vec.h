@@ -16,6 +16,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The Makefile names the build it makes (-DFE_BUILD_SCALAR / _AVX2 / _AVX512 beside the ISA's
+ * flags); a name and flags that disagree would file kernels under the wrong ISA. */
+#if (defined(FE_BUILD_AVX512) && !defined(__AVX512F__)) ||                                 \
+    (defined(FE_BUILD_AVX2) && (!defined(__AVX2__) || defined(__AVX512F__))) ||            \
+    (defined(FE_BUILD_SCALAR) && defined(__AVX2__))
+#error "FE_BUILD_<ISA> disagrees with the ISA flags: build kernels.inc with the Makefile's rules"
+#endif
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #define FE_KSUFFIX avx512

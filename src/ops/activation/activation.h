@@ -14,17 +14,6 @@
 void fe_activation_cost(const fe_args *a, double flops_per, fe_cost *out);
 /* test operands: x and y, both contiguous f32 of the case's dims */
 void fe_activation_operands(const fe_case *c, const double *params, fe_tensor *out);
-
-#define FE_ACT_KERNELS(name)                                                               \
-    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
-    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
-    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
-    static const fe_kernel_decl name##_kernels[] = {                                      \
-        {FE_ISA_SCALAR, fe_##name##_scalar, 1},                                           \
-        {FE_ISA_AVX2, fe_##name##_avx2, 8},                                               \
-        {FE_ISA_AVX512, fe_##name##_avx512, 16},                                          \
-    }
-
 /* the two operands every activation declares */
 #define FE_ACT_OPERANDS                                                                    \
     static const fe_operand_decl operands[] = {                                           \

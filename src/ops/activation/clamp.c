@@ -1,7 +1,7 @@
 /* ops/activation/clamp.c: Clamp, y = min(max(x, min), max), elementwise over an f32 tensor. */
 #include "ops/activation/activation.h"
 
-FE_ACT_KERNELS(clamp);
+FE_KERNELS(clamp, 1, 8, 16);
 FE_ACT_OPERANDS;
 
 enum { P_MIN, P_MAX };

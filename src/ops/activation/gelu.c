@@ -3,7 +3,7 @@
 
 #include "ops/activation/activation.h"
 
-FE_ACT_KERNELS(gelu);
+FE_KERNELS(gelu, 1, 8, 16);
 FE_ACT_OPERANDS;
 
 static const char *const forms[] = {"tanh", "erf", NULL};

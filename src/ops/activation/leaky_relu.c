@@ -1,7 +1,7 @@
 /* ops/activation/leaky_relu.c: LeakyReLU, y = x < 0 ? alpha x : x, elementwise over f32. */
 #include "ops/activation/activation.h"
 
-FE_ACT_KERNELS(leaky_relu);
+FE_KERNELS(leaky_relu, 1, 8, 16);
 FE_ACT_OPERANDS;
 
 static const fe_param_decl params[] = {

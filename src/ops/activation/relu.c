@@ -1,7 +1,7 @@
 /* ops/activation/relu.c: ReLU, y = max(x, 0), elementwise over an f32 tensor. */
 #include "ops/activation/activation.h"
 
-FE_ACT_KERNELS(relu);
+FE_KERNELS(relu, 1, 8, 16);
 FE_ACT_OPERANDS;
 
 static void reference(const fe_args *args, const fe_design *d) {

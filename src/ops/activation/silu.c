@@ -3,7 +3,7 @@
 
 #include "ops/activation/activation.h"
 
-FE_ACT_KERNELS(silu);
+FE_KERNELS(silu, 1, 8, 16);
 FE_ACT_OPERANDS;
 
 static void reference(const fe_args *args, const fe_design *d) {

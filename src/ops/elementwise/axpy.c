@@ -1,7 +1,7 @@
 /* ops/elementwise/axpy.c: AXPY, y = alpha * x + b over same-shaped f32 tensors (y may be b). */
 #include "ops/elementwise/elementwise.h"
 
-FE_EW_KERNELS(axpy);
+FE_KERNELS(axpy, 1, 8, 16);
 
 static const fe_param_decl params[] = {
     {"alpha", FE_PARAM_FLOAT, 1.0, 1, 0, NULL, "the scale of x"},

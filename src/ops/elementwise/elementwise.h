@@ -30,14 +30,4 @@ void fe_elementwise_row_cost(const fe_args *a, const fe_design *d, fe_cost *out)
 void fe_elementwise_flat3_operands(const fe_case *c, const double *params, fe_tensor *out);
 void fe_elementwise_row_operands(const fe_case *c, const double *params, fe_tensor *out);
 
-#define FE_EW_KERNELS(name)                                                                \
-    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
-    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
-    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
-    static const fe_kernel_decl name##_kernels[] = {                                      \
-        {FE_ISA_SCALAR, fe_##name##_scalar, 1},                                           \
-        {FE_ISA_AVX2, fe_##name##_avx2, 8},                                               \
-        {FE_ISA_AVX512, fe_##name##_avx512, 16},                                          \
-    }
-
 #endif

@@ -1,7 +1,7 @@
 /* ops/elementwise/mul.c: ElementwiseMul, y = a * b, elementwise over same-shaped f32 tensors. */
 #include "ops/elementwise/elementwise.h"
 
-FE_EW_KERNELS(elementwise_mul);
+FE_KERNELS(elementwise_mul, 1, 8, 16);
 
 static const fe_operand_decl operands[] = {
     {"a", FE_IN, FE_DT(FE_DTYPE_F32), 1, FE_MAX_RANK},

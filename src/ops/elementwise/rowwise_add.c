@@ -1,7 +1,7 @@
 /* ops/elementwise/rowwise_add.c: RowwiseAdd, y[r, c] = x[r, c] + b[c]: a (cols) vector applied to each row. */
 #include "ops/elementwise/elementwise.h"
 
-FE_EW_KERNELS(rowwise_add);
+FE_KERNELS(rowwise_add, 1, 8, 16);
 
 static const fe_operand_decl operands[] = {
     {"x", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2},

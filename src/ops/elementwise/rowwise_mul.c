@@ -1,7 +1,7 @@
 /* ops/elementwise/rowwise_mul.c: RowwiseMul, y[r, c] = x[r, c] * b[c]: a (cols) vector applied to each row. */
 #include "ops/elementwise/elementwise.h"
 
-FE_EW_KERNELS(rowwise_mul);
+FE_KERNELS(rowwise_mul, 1, 8, 16);
 
 static const fe_operand_decl operands[] = {
     {"x", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2},

@@ -11,7 +11,8 @@
 #include "ops/gather/gather.h"
 #include "core/quant.h"
 
-FE_GATHER_KERNELS(gather);
+/* tile: elements one vector step widens */
+FE_KERNELS(gather, 1, 8, 16);
 
 #define TABLE_DTYPES                                                                       \
     (FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) | FE_DT(FE_DTYPE_I32) | \

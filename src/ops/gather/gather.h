@@ -29,15 +29,4 @@ static inline void fe_gather_bad_row(float *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = (float)NAN;
 }
 
-/* tile: elements one vector step widens */
-#define FE_GATHER_KERNELS(name)                                                            \
-    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
-    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
-    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
-    static const fe_kernel_decl name##_kernels[] = {                                      \
-        {FE_ISA_SCALAR, fe_##name##_scalar, 1},                                           \
-        {FE_ISA_AVX2, fe_##name##_avx2, 8},                                               \
-        {FE_ISA_AVX512, fe_##name##_avx512, 16},                                          \
-    }
-
 #endif

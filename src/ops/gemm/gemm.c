@@ -12,11 +12,8 @@
 #include "ops/gemm/gemm.h"
 #include "core/quant.h"
 
-static const fe_kernel_decl kernels[] = {
-    {FE_ISA_SCALAR, fe_gemm_scalar, 1},
-    {FE_ISA_AVX2, fe_gemm_avx2, 8},      /* the K step of the packing transposes */
-    {FE_ISA_AVX512, fe_gemm_avx512, 16},
-};
+/* tile: AVX2's is the K step of the packing transposes */
+FE_KERNELS(gemm, 1, 8, 16);
 
 static const char *const activations[] = {"none", "silu", "gelu", NULL};
 
@@ -430,7 +427,7 @@ FE_OP_DEFINE(gemm) {
     .shape_out = shape_out,
     .resolve = resolve,
     .reference = reference,
-    .kernels = kernels, .n_kernels = FE_COUNT(kernels),
+    .kernels = gemm_kernels, .n_kernels = FE_COUNT(gemm_kernels),
     .cost = cost,
     .workspace = workspace,
     .check = check,

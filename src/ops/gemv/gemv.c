@@ -327,11 +327,7 @@ static const fe_case cases[] = {
     {.name = "q4_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
 };
 
-static const fe_kernel_decl kernels[] = {
-    {FE_ISA_SCALAR, fe_gemv_scalar, 4},
-    {FE_ISA_AVX2, fe_gemv_avx2, 16},
-    {FE_ISA_AVX512, fe_gemv_avx512, 32},
-};
+FE_KERNELS(gemv, 4, 16, 32);
 
 /* y is (B, N): one row per row of x, one column per row of (each) W */
 static void shape_out(fe_op_ctx *c) {
@@ -354,7 +350,7 @@ FE_OP_DEFINE(gemv) {
     .shape_out = shape_out,
     .resolve = resolve,
     .reference = fe_gemv_reference,
-    .kernels = kernels, .n_kernels = FE_COUNT(kernels),
+    .kernels = gemv_kernels, .n_kernels = FE_COUNT(gemv_kernels),
     .cost = cost,
     .workspace = workspace,
     .operands_for = operands_for,

@@ -4,7 +4,7 @@
 
 #include "ops/layout/layout.h"
 
-FE_LAYOUT_KERNELS(copy, 8, 16);
+FE_KERNELS(copy, 1, 8, 16);
 
 static const fe_tunable_decl tunables[] = {
     [COPY_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},

@@ -1,9 +1,9 @@
 /* ops/layout/layout.h: what the layout family shares (Copy, Transpose): tunable indices, the
- * normalised copy plan the Copy kernels walk, the test-case encoding, and kernel tables.
+ * normalised copy plan the Copy kernels walk, and the test-case encoding.
  *
  * Both ops move bytes and never convert: any dtype in {f32, bf16, f16, i32, i8, u8}, the same
  * dtype on both sides, bit patterns copied exactly. Kernels live in kernels.inc, compiled per
- * ISA by scalar.c, avx2.c and avx512.c. Neither op supports x and y overlapping, nor a y view
+ * ISA by the Makefile (kernels.<isa>.o). Neither op supports x and y overlapping, nor a y view
  * that overlaps itself (a stride-0 axis in y): the result would depend on the worker split. */
 #ifndef FE_OPS_LAYOUT_H
 #define FE_OPS_LAYOUT_H
@@ -33,7 +33,6 @@ enum {
 fe_dtype fe_layout_case_dtype(const fe_case *c);
 int fe_layout_case_layout(const fe_case *c);
 
-
 /* A Copy's bounded view, normalised: size-1 axes dropped, axes ordered by y stride (largest
  * first, so rows write sequentially), and neighbours merged where they form one run on both
  * sides. What is left is `rows` rows (up to 3 outer axes) of `n` elements. */
@@ -60,15 +59,5 @@ static inline void fe_copy_plan_row(const fe_copy_plan *p, int64_t row, int64_t 
     *xo = ox;
     *yo = oy;
 }
-
-#define FE_LAYOUT_KERNELS(name, t_avx2, t_avx512)                                          \
-    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
-    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
-    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
-    static const fe_kernel_decl name##_kernels[] = {                                      \
-        {FE_ISA_SCALAR, fe_##name##_scalar, 1},                                           \
-        {FE_ISA_AVX2, fe_##name##_avx2, t_avx2},                                          \
-        {FE_ISA_AVX512, fe_##name##_avx512, t_avx512},                                    \
-    }
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "ops/layout/layout.h"
 
-FE_LAYOUT_KERNELS(transpose, 8, 16);
+FE_KERNELS(transpose, 1, 8, 16);
 
 static const fe_tunable_decl tunables[] = {
     [TR_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},

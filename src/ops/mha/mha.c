@@ -181,11 +181,7 @@ static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
     out[3] = out[0];
 }
 
-static const fe_kernel_decl kernels[] = {
-    {FE_ISA_SCALAR, fe_mha_scalar, 4},
-    {FE_ISA_AVX2, fe_mha_avx2, 32},
-    {FE_ISA_AVX512, fe_mha_avx512, 64},
-};
+FE_KERNELS(mha, 4, 32, 64);
 
 #define CASE(nm, sq, s, hq, hkv, d) .name = nm, .dims = {sq, s, MHA_HEADS(hq, hkv), d}, .n_dims = 4
 #define BIDIR {"causal", 0}
@@ -232,7 +228,7 @@ FE_OP_DEFINE(mha) {
     .values = values, .n_values = FE_COUNT(values),
     .infer = infer,
     .reference = reference,
-    .kernels = kernels, .n_kernels = FE_COUNT(kernels),
+    .kernels = mha_kernels, .n_kernels = FE_COUNT(mha_kernels),
     .cost = cost,
     .workspace = workspace,
     .check = check,

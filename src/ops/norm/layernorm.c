@@ -5,7 +5,7 @@
 
 #include "ops/norm/norm.h"
 
-FE_NORM_KERNELS(norm_layernorm);
+FE_KERNELS(norm_layernorm, 4, 32, 64);
 
 static const fe_param_decl params[] = {
     {"eps", FE_PARAM_FLOAT, 1e-5, 0, 1, NULL, "added to the variance before the sqrt"},

@@ -34,14 +34,4 @@ void fe_norm_resolve(fe_op_ctx *c);
 /* Softmax's workspace: one row of exponentials per worker, so the final pass can stream */
 size_t fe_norm_softmax_workspace(const fe_args *a, const fe_design *d, int nth);
 
-#define FE_NORM_KERNELS(name)                                                              \
-    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
-    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
-    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
-    static const fe_kernel_decl name##_kernels[] = {                                      \
-        {FE_ISA_SCALAR, fe_##name##_scalar, 4},                                           \
-        {FE_ISA_AVX2, fe_##name##_avx2, 32},                                              \
-        {FE_ISA_AVX512, fe_##name##_avx512, 64},                                          \
-    }
-
 #endif

@@ -5,7 +5,7 @@
 
 #include "ops/norm/norm.h"
 
-FE_NORM_KERNELS(norm_softmax);
+FE_KERNELS(norm_softmax, 4, 32, 64);
 
 static const fe_param_decl params[] = {
     {"scale", FE_PARAM_FLOAT, 1.0, 1, 0, NULL,

@@ -11,7 +11,8 @@
 
 #include "ops/rope/rope.h"
 
-FE_ROPE_KERNELS(rope);
+/* tile: pairs one vector step rotates (rotate_half: VW pairs; interleaved VW / 2) */
+FE_KERNELS(rope, 1, 8, 16);
 
 static const char *const forms[] = {"rotate_half", "interleaved", NULL};
 

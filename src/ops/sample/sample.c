@@ -23,7 +23,8 @@
 
 #include "ops/sample/sample.h"
 
-FE_SAMPLE_KERNELS(sample);
+/* tile: logits one vector step of the max / argmax / filter passes reads */
+FE_KERNELS(sample, 1, 32, 64);
 
 static const fe_param_decl params[] = {
     [SAMPLE_TEMP] = {"temperature", FE_PARAM_FLOAT, 1.0, 0, 1e6, NULL,

@@ -44,15 +44,4 @@ static inline void *fe_sample_ws_rest(void *ws, int64_t V, int ith) {
     return (char *)fe_sample_ws_ent(ws, V, ith) + ((size_t)V * 8 + 63) / 64 * 64;
 }
 
-/* tile: logits one vector step of the max / argmax / filter passes reads */
-#define FE_SAMPLE_KERNELS(name)                                                            \
-    void fe_##name##_scalar(const fe_args *, const fe_design *, int, int);                \
-    void fe_##name##_avx2(const fe_args *, const fe_design *, int, int);                  \
-    void fe_##name##_avx512(const fe_args *, const fe_design *, int, int);                \
-    static const fe_kernel_decl name##_kernels[] = {                                      \
-        {FE_ISA_SCALAR, fe_##name##_scalar, 1},                                           \
-        {FE_ISA_AVX2, fe_##name##_avx2, 32},                                              \
-        {FE_ISA_AVX512, fe_##name##_avx512, 64},                                          \
-    }
-
 #endif

@@ -1,2 +1,0 @@
-/* ops/mha/scalar.c: the MHA kernel built for scalar (see kernels.inc). */
-#include "ops/mha/kernels.inc"
