@@ -2,7 +2,9 @@
  * the tests (after the seed's tests/common/graphs.py): Rotate (RoPE over the first n rows),
  * Project (the first n rows of x by W), a KV-cache graph (write a row at pos, attend over
  * [:pos+1]), Walk (a carried node following a successor table in the device loop), a state
- * shared by two versions, and bodies that tracing must refuse. Each result is compared with
+ * shared by two versions, bodies that tracing must refuse (a CHOICE param given a name it
+ * does not declare among them), a graph of 70 steps whose empty steps are skipped past the
+ * 64th, and a choice given by name tracing as its index does. Each result is compared with
  * the graph's reference (each operator's reference, states modelled). */
 #include <math.h>
 #include <setjmp.h>
@@ -430,6 +432,15 @@ static fe_status calls_inner(fe_trace *t, const void *m) {
     return fe_trace_status(t);
 }
 
+/* GELU with a form the op does not declare */
+static fe_status unknown_choice(fe_trace *t, const void *model) {
+    (void)model;
+    fe_h x = fe_input(t, "x");
+    fe_setting form = FE_CHOICE("form", "exact");
+    fe_output(t, fe_apply(t, "GELU", &x, 1, &form, 1, NULL, 0));
+    return fe_trace_status(t);
+}
+
 static void tracing_refuses_with_messages(void **s) {
     (void)s;
     float x[12] = {-1, 2, -3, 4, 5, -6, 7, 8, -9, 10, 11, 12}, w[6] = {0};
@@ -442,6 +453,8 @@ static void tracing_refuses_with_messages(void **s) {
         {per_call_size, FE_E_INVALID, "must be known when compiling"},
         {unknown_weight, FE_E_NOTFOUND, "no weight \"layers.3.q\""},
         {unknown_op, FE_E_NOTFOUND, "no operator named \"Convolve\""},
+        {unknown_choice, FE_E_INVALID, "GELU#0: param form has no choice \"exact\"; give one of: "
+                                       "tanh, erf"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fe_graph *g;
@@ -463,6 +476,72 @@ static void tracing_refuses_with_messages(void **s) {
     assert_int_equal(fe_graph_get_stats(outer).last_steps, 2);
     fe_graph_destroy(outer);
     fe_graph_destroy(inner);
+}
+
+/* ---- More steps than any fixed table: 64 ReLUs bounded by a, then 6 bounded by b ---- */
+enum { LONG_A = 64, LONG_B = 6 };
+
+static fe_status long_body(fe_trace *t, const void *model) {
+    (void)model;
+    fe_h x = fe_input(t, "x");
+    fe_h a = fe_bound(t, x, 0, fe_dispatch_time(t, "a")), b = fe_bound(t, x, 0, fe_dispatch_time(t, "b"));
+    for (int i = 0; i < LONG_A; i++) a = fe_apply(t, "ReLU", &a, 1, NULL, 0, NULL, 0);
+    for (int i = 0; i < LONG_B; i++) b = fe_apply(t, "ReLU", &b, 1, NULL, 0, NULL, 0);
+    fe_output(t, a);
+    fe_output(t, b);
+    return fe_trace_status(t);
+}
+
+/* A dispatch-time bound of 0 empties a step, and an empty step is not dispatched: true for
+ * the steps after the 64th as for the first ones. */
+static void empty_steps_are_skipped_past_the_64th(void **s) {
+    (void)s;
+    const int64_t R = 4, C = 32;
+    float *x = randoms(R * C, 21, -1, 1);
+    int64_t xs[2] = {R, C};
+    fe_named_tensor in = {"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)};
+    fe_graph *g;
+    assert_int_equal(fe_graph_create(test_dev, "long", long_body, NULL, &g, NULL), FE_OK);
+    struct { int64_t a, b; uint64_t dispatches; } calls[] = {
+        {R, 0, LONG_A}, {0, R, LONG_B}, {R, R, LONG_A + LONG_B}, {0, 0, 0}};
+    for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+        fe_word w[2] = {{"a", calls[c].a}, {"b", calls[c].b}};
+        fe_tensor out[2];
+        if (fe_graph_call(g, &in, 1, w, 2, out, 2, NULL) != FE_OK) fail_msg("%s", fe_graph_message(g));
+        assert_int_equal(fe_graph_get_stats(g).last_steps, LONG_A + LONG_B);
+        assert_int_equal(fe_graph_get_stats(g).last_dispatches, calls[c].dispatches);
+        const float *b = out[1].data; /* the b chain ran exactly when b > 0 */
+        for (int64_t i = 0; calls[c].b && i < R * C; i++) assert_true(b[i] == (x[i] > 0 ? x[i] : 0.0f));
+    }
+    fe_graph_destroy(g);
+    free(x);
+}
+
+/* ---- A CHOICE by name traces as its index does ---- */
+static fe_status gelu_body(fe_trace *t, const void *model) {
+    fe_h x = fe_input(t, "x");
+    fe_output(t, fe_apply(t, "GELU", &x, 1, model, 1, NULL, 0));
+    return fe_trace_status(t);
+}
+
+static void choices_by_name_trace_as_their_index(void **s) {
+    (void)s;
+    const int64_t n = 100;
+    float *x = randoms(n, 22, -3, 3);
+    fe_named_tensor in = {"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 1, &n)};
+    const fe_setting forms[3] = {FE_CHOICE("form", "erf"), {"form", 1}, {"form", 0}};
+    float got[3][100];
+    for (int f = 0; f < 3; f++) {
+        fe_graph *g;
+        assert_int_equal(fe_graph_create(test_dev, "gelu", gelu_body, &forms[f], &g, NULL), FE_OK);
+        fe_tensor out;
+        if (fe_graph_call(g, &in, 1, NULL, 0, &out, 1, NULL) != FE_OK) fail_msg("%s", fe_graph_message(g));
+        memcpy(got[f], out.data, sizeof got[f]);
+        fe_graph_destroy(g);
+    }
+    assert_memory_equal(got[0], got[1], sizeof got[0]);     /* "erf" is form 1 */
+    assert_memory_not_equal(got[0], got[2], sizeof got[0]); /* and not form 0 (tanh) */
+    free(x);
 }
 
 static void verbose_and_dot_describe_the_plan(void **s) {
@@ -504,6 +583,8 @@ int main(void) {
         cmocka_unit_test(profiling_times_each_step),
         cmocka_unit_test(compiles_stay_one_per_signature_over_1000_calls),
         cmocka_unit_test(tracing_refuses_with_messages),
+        cmocka_unit_test(empty_steps_are_skipped_past_the_64th),
+        cmocka_unit_test(choices_by_name_trace_as_their_index),
         cmocka_unit_test(verbose_and_dot_describe_the_plan),
     };
     return cmocka_run_group_tests_name("graph", tests, test_device_setup, test_device_teardown);

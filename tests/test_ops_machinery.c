@@ -1,8 +1,10 @@
 /* tests/test_ops_machinery.c: how a declaration becomes a kernel: tunable precedence (call
  * site > profile > resolve(dev) > default), the most specific profile entry wins, malformed
  * profiles are refused with a message naming the place, unknown operators and wrong operand
- * counts are refused, and the N-th allocation failing anywhere on one operator's
- * create-run-destroy path returns FE_E_NOMEM without a crash or a leak. */
+ * counts are refused, a CHOICE param given by name resolves to its option's index (and a
+ * name it does not declare is refused, listing the ones it does), and the N-th allocation
+ * failing anywhere on one operator's create-run-destroy path returns FE_E_NOMEM without a
+ * crash or a leak. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
+#include "ops/kernel.h"
 #include "support/testing.h"
 
 static fe_device *dev2(void) {
@@ -107,6 +110,53 @@ static void malformed_profiles_are_refused(void **s) {
     fe_profile *p;
     fe_error err;
     assert_int_equal(fe_profile_load("/nonexistent/profile.json", &p, &err), FE_E_IO);
+}
+
+/* An elementwise op over n_operands f32 vectors of 64, with one param setting; NULL (err
+ * filled) when refused. */
+static fe_kernel *make_with(fe_device *dev, const char *op, int n_operands, fe_setting p,
+                            fe_error *err) {
+    int64_t n = 64;
+    fe_tensor t = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 1, &n);
+    fe_tensor ops[3] = {t, t, t};
+    fe_op_request req = {.op = op, .operands = ops, .n_operands = n_operands, .params = &p,
+                         .n_params = 1};
+    fe_kernel *k = NULL;
+    fe_kernel_create(dev, &req, &k, err);
+    return k;
+}
+
+static void choices_are_given_by_name(void **s) {
+    (void)s;
+    fe_device *dev = dev2();
+    const fe_op *op = fe_op_find("GELU");
+    int form = fe_op_param_index(op, "form");
+    assert_true(form >= 0);
+    /* every declared option by its name lands on its own index, the index a number gives */
+    const char *const *names = op->params[form].choices;
+    for (int c = 0; names[c]; c++) {
+        fe_error err = {0};
+        fe_kernel *byname = make_with(dev, "GELU", 2, (fe_setting)FE_CHOICE("form", names[c]), &err);
+        if (!byname) fail_msg("%s: %s", names[c], err.message);
+        fe_kernel *bynum = make_with(dev, "GELU", 2, (fe_setting){"form", c}, &err);
+        if (!bynum) fail_msg("%d: %s", c, err.message);
+        assert_int_equal((int)fe_kernel_design(byname)->params[form], c);
+        assert_true(fe_kernel_design_key(byname) == fe_kernel_design_key(bynum));
+        fe_kernel_destroy(byname);
+        fe_kernel_destroy(bynum);
+    }
+    assert_string_equal(names[1], "erf");
+    /* a name not declared is refused naming the op, the param, the name and the choices */
+    fe_error err = {0};
+    assert_null(make_with(dev, "GELU", 2, (fe_setting)FE_CHOICE("form", "exact"), &err));
+    assert_int_equal(err.status, FE_E_INVALID);
+    if (!strstr(err.message, "GELU") || !strstr(err.message, "form") ||
+        !strstr(err.message, "\"exact\"") || !strstr(err.message, "tanh, erf"))
+        fail_msg("message: %s", err.message);
+    /* a name for a param that is not a CHOICE is refused too */
+    assert_null(make_with(dev, "AXPY", 3, (fe_setting)FE_CHOICE("alpha", "one"), &err));
+    if (!strstr(err.message, "not a CHOICE")) fail_msg("message: %s", err.message);
+    fe_device_destroy(dev);
 }
 
 static void requests_are_checked(void **s) {
@@ -220,6 +270,7 @@ int main(void) {
         cmocka_unit_test(most_specific_profile_entry_wins),
         cmocka_unit_test(malformed_profiles_are_refused),
         cmocka_unit_test(requests_are_checked),
+        cmocka_unit_test(choices_are_given_by_name),
         cmocka_unit_test(every_failed_allocation_is_survived),
     };
     return cmocka_run_group_tests_name("ops machinery", tests, NULL, NULL);

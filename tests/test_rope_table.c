@@ -126,12 +126,12 @@ static fe_device *device(int isa) {
 }
 
 static fe_kernel *make_rope(fe_device *dev, int64_t S, int64_t H, int64_t D, int64_t P,
-                            int form) {
+                            const char *form) {
     int64_t xs[3] = {S, H, D}, ts[2] = {P, D};
     fe_tensor ops[3] = {fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, xs),
                         fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, ts),
                         fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, xs)};
-    fe_setting p = {"form", form};
+    fe_setting p = FE_CHOICE("form", form);
     fe_op_request req = {.op = "RoPE", .operands = ops, .n_operands = 3, .params = &p,
                          .n_params = 1};
     fe_kernel *k = NULL;
@@ -152,7 +152,7 @@ static void rope_turns_pairs_by_position_times_frequency(void **s) {
     for (int isa = 0; isa < 3; isa++)
         for (int form = 0; form < 2; form++) {
             fe_device *dev = device(isa);
-            fe_kernel *k = make_rope(dev, S, H, D, P, form);
+            fe_kernel *k = make_rope(dev, S, H, D, P, form ? "interleaved" : "rotate_half");
             float x[S * H * D], x0[S * H * D];
             for (int i = 0; i < S * H * D; i++) x0[i] = x[i] = (float)sin(0.37 * i + 1.0);
             int64_t xs[3] = {S, H, D}, ts[2] = {P, D};
@@ -187,7 +187,7 @@ static void rope_refuses_rows_past_its_table(void **s) {
     (void)s;
     enum { S = 8, H = 2, D = 8, P = 5 };
     fe_device *dev = device(2);
-    fe_kernel *k = make_rope(dev, S, H, D, P, 0);
+    fe_kernel *k = make_rope(dev, S, H, D, P, "rotate_half");
     float x[S * H * D], y[S * H * D], t[P * D];
     for (int i = 0; i < S * H * D; i++) x[i] = 1.0f;
     for (int i = 0; i < P * D; i++) t[i] = 0.5f;

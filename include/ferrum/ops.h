@@ -33,10 +33,18 @@ FE_API int64_t fe_tensor_numel(const fe_tensor *t);
 /* "(2048, 8192)" into buf (cut to fit, always terminated): shapes in messages. */
 FE_API void fe_shape_format(int rank, const int64_t *shape, char *buf, size_t n);
 
+/* A param or tunable by name. A CHOICE param (GEMV's epilogue, RoPE's form...) is best
+ * given by its option's name, `choice`, which is checked against the declared options (an
+ * unknown one is refused, listing them) and becomes the option's index; `value` is then
+ * ignored. FE_CHOICE("epilogue", "swiglu") writes one in an initializer (static tables
+ * included). Borrowed for the call only. */
 typedef struct fe_setting {
     const char *name;
     double value;
+    const char *choice; /* NULL: value holds the number (for a CHOICE, the option's index) */
 } fe_setting;
+
+#define FE_CHOICE(param, option) {.name = (param), .choice = (option)}
 
 typedef struct fe_op fe_op;           /* a declaration; static, never freed */
 typedef struct fe_profile fe_profile; /* tunables as data, most specific match wins */

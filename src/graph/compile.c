@@ -1,33 +1,14 @@
-/* graph/compile.c: graphs and their versions. Creating a graph; naming weights; compiling a
- * version for one input signature: trace the body -> verify and resolve each step into a
- * kernel (fe_kernel_create: infer, precedence, ISA, design key) -> plan the scratch arena
- * from value lifetimes, largest first -> lower into a runlist of preallocated steps ->
- * decide the packaging. `verbose` prints the packaging and how each per-call value lowers. */
+/* graph/compile.c: compiling a graph's version for one input signature, once: trace the
+ * body -> verify and resolve each step into a kernel (fe_kernel_create: infer, precedence,
+ * ISA, design key) -> plan the scratch arena from value lifetimes, largest first -> lower
+ * into a runlist of preallocated steps -> decide the packaging. A graph keeps every version
+ * it compiled; fe_version_find returns the one for a signature. `verbose` prints the
+ * packaging and how each per-call value lowers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "graph/internal.h"
-
-fe_compile_options fe_compile_options_default(void) {
-    return (fe_compile_options){.packaging = FE_PACK_AUTO};
-}
-
-fe_status fe_graph_create(fe_device *dev, const char *name, fe_body_fn body, const void *model,
-                          fe_graph **out, fe_error *err) {
-    *out = NULL;
-    if (!dev || !body)
-        return fe_error_set(err, FE_E_INVALID, "graph: give a device and a body function");
-    fe_graph *g = fe_calloc(1, sizeof *g);
-    if (!g) return fe_error_set(err, FE_E_NOMEM, "graph: out of memory");
-    g->dev = dev;
-    snprintf(g->name, sizeof g->name, "%s", name ? name : "graph");
-    g->body = body;
-    g->model = model;
-    g->opts = fe_compile_options_default();
-    *out = g;
-    return FE_OK;
-}
 
 void fe_version_destroy(fe_version *v) {
     if (!v) return;
@@ -36,65 +17,11 @@ void fe_version_destroy(fe_version *v) {
     fe_free(v->args);
     fe_free(v->ctx);
     fe_free(v->runlist);
+    fe_free(v->empty);
     fe_free(v->ws_buf);
     fe_free(v->step_ns);
     fe_trace_deinit(&v->tr);
     fe_free(v);
-}
-
-void fe_graph_destroy(fe_graph *g) {
-    if (!g) return;
-    for (int i = 0; i < g->n_versions; i++) fe_version_destroy(g->versions[i]);
-    for (int i = 0; i < g->n_states; i++) {
-        fe_pages_free(g->states[i].mem, g->states[i].bytes);
-        fe_free(g->states[i].ref_mem);
-    }
-    fe_free(g->versions);
-    fe_free(g->states);
-    fe_free(g->weights);
-    fe_free(g->scratch);
-    fe_free(g->ref_scratch);
-    fe_free(g);
-}
-
-const char *fe_graph_message(const fe_graph *g) { return g->err.message; }
-
-fe_status fe_graph_set_weight(fe_graph *g, const char *path, fe_tensor w) {
-    if (!path || !*path || strlen(path) >= sizeof g->weights[0].path)
-        return fe_error_set(&g->err, FE_E_INVALID, "weight path must be 1..95 characters");
-    /* data may be NULL: an unread weight (shape and dtype only) traces and compiles, and
-     * the graph refuses calls until it has data */
-    if (w.rank < 1 || w.rank > FE_MAX_RANK || !fe_dtype_info(w.dtype))
-        return fe_error_set(&g->err, FE_E_INVALID, "weight \"%s\": give a dtype and rank 1..%d",
-                            path, FE_MAX_RANK);
-    for (int i = 0; i < g->n_weights; i++)
-        if (strcmp(g->weights[i].path, path) == 0) {
-            if (g->n_versions)
-                return fe_error_set(&g->err, FE_E_STATE, "weight \"%s\" cannot change after a "
-                                    "version is compiled; make a new graph", path);
-            g->weights[i].t = w;
-            return FE_OK;
-        }
-    if (g->n_weights == g->cap_weights) {
-        int nc = g->cap_weights ? g->cap_weights * 2 : 16;
-        void *p = fe_realloc(g->weights, (size_t)nc * sizeof *g->weights);
-        if (!p) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory adding weight \"%s\"", path);
-        g->weights = p;
-        g->cap_weights = nc;
-    }
-    fe_weight_rec *r = &g->weights[g->n_weights++];
-    snprintf(r->path, sizeof r->path, "%s", path);
-    r->t = w;
-    return FE_OK;
-}
-
-static bool view_contiguous(const fe_view *v) {
-    int64_t s = 1;
-    for (int i = v->rank - 1; i >= 0; i--) {
-        if (v->shape[i] > 1 && v->stride[i] != s) return false;
-        s *= v->shape[i];
-    }
-    return true;
 }
 
 /* Makes each step's kernel; refusals name the step. */
@@ -110,7 +37,7 @@ static fe_status make_kernels(fe_graph *g, fe_version *v) {
             ops[i] = (fe_tensor){.dtype = w->dtype, .rank = w->rank};
             memcpy(ops[i].shape, w->shape, sizeof w->shape);
             memcpy(ops[i].stride, w->stride, sizeof w->stride);
-            if (!op->operands[i].strided && !view_contiguous(w))
+            if (!op->operands[i].strided && !fe_view_is_contiguous(w))
                 return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\", step %s: operand %s is "
                                     "a strided view but %s needs it contiguous; copy it first "
                                     "(fe_apply \"Copy\")", g->name, st->label,
@@ -199,7 +126,8 @@ static fe_status lower(fe_graph *g, fe_version *v) {
     v->args = fe_calloc((size_t)(n ? n : 1), sizeof *v->args);
     v->ctx = fe_calloc((size_t)(n ? n : 1), sizeof *v->ctx);
     v->runlist = fe_calloc((size_t)(n ? n : 1), sizeof *v->runlist);
-    if (!v->args || !v->ctx || !v->runlist)
+    v->empty = fe_calloc((size_t)(n ? n : 1), sizeof *v->empty);
+    if (!v->args || !v->ctx || !v->runlist || !v->empty)
         return fe_error_set(&g->err, FE_E_NOMEM, "out of memory lowering the runlist");
     for (int s = 0; s < n; s++) {
         v->ctx[s] = (fe_step_ctx){fe_kernel_function(v->kernels[s]), &v->args[s],
@@ -259,19 +187,21 @@ static void describe(const fe_graph *g, const fe_version *v, FILE *f) {
     }
 }
 
-fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out) {
+static fe_status build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out) {
     *out = NULL;
-    if (n_sig < 0 || n_sig > 16 || (n_sig && !sig))
-        return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": give 0..16 named inputs", g->name);
+    if (n_sig < 0 || n_sig > FE_MAX_INPUTS || (n_sig && !sig))
+        return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": give 0..%d named inputs "
+                            "(FE_MAX_INPUTS in graph/internal.h)", g->name, FE_MAX_INPUTS);
     fe_version *v = fe_calloc(1, sizeof *v);
     if (!v) return fe_error_set(&g->err, FE_E_NOMEM, "out of memory compiling \"%s\"", g->name);
     v->n_sig = n_sig;
     for (int i = 0; i < n_sig; i++) {
-        if (!sig[i].name || strlen(sig[i].name) >= 32 || sig[i].t.rank < 1 ||
+        if (!sig[i].name || strlen(sig[i].name) >= FE_NAME_LEN || sig[i].t.rank < 1 ||
             sig[i].t.rank > FE_MAX_RANK || !fe_dtype_info(sig[i].t.dtype)) {
             fe_free(v);
-            return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": input %d needs a name (< 32 "
-                                "characters), a dtype and rank 1..%d", g->name, i, FE_MAX_RANK);
+            return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": input %d needs a name (< %d "
+                                "characters), a dtype and rank 1..%d", g->name, i, FE_NAME_LEN,
+                                FE_MAX_RANK);
         }
         snprintf(v->sig_names[i], sizeof v->sig_names[i], "%s", sig[i].name);
         v->sig[i] = (fe_named_tensor){v->sig_names[i], sig[i].t};
@@ -321,4 +251,33 @@ fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, f
     g->stats.compiles++;
     *out = v;
     return FE_OK;
+}
+
+static bool same_signature(const fe_version *v, const fe_named_tensor *in, int n) {
+    if (v->n_sig != n) return false;
+    for (int i = 0; i < n; i++) {
+        const fe_tensor *a = &v->sig[i].t, *b = &in[i].t;
+        if (!in[i].name || strcmp(v->sig[i].name, in[i].name) != 0 || a->dtype != b->dtype ||
+            a->rank != b->rank)
+            return false;
+        for (int d = 0; d < a->rank; d++)
+            if (a->shape[d] != b->shape[d]) return false;
+    }
+    return true;
+}
+
+fe_status fe_version_find(fe_graph *g, const fe_named_tensor *in, int n, fe_version **out) {
+    for (int i = 0; i < g->n_versions; i++)
+        if (same_signature(g->versions[i], in, n)) {
+            *out = g->versions[i];
+            return FE_OK;
+        }
+    return build(g, in, n, out);
+}
+
+fe_status fe_graph_compile(fe_graph *g, const fe_named_tensor *inputs, int n_inputs,
+                           const fe_compile_options *opts) {
+    if (opts) g->opts = *opts;
+    fe_version *v;
+    return fe_version_find(g, inputs, n_inputs, &v);
 }

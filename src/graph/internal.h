@@ -4,14 +4,38 @@
  * a constant offset, per-call offsets and per-axis bounds), steps (an operator, the views of
  * its operands, params and explicit per-call values), per-call checks, outputs and carries.
  * Compiling turns a trace into a version: a kernel per step, scratch offsets from lifetimes,
- * and preallocated args and dispatch steps, so a call only patches words and pointers. */
+ * and preallocated args and dispatch steps, so a call only patches words and pointers.
+ *
+ * The files, each calling only those listed after it (no file-level cycle):
+ *   graph.c      the graph object: create, destroy, options, stats
+ *   run.c        calling a version: words, checks, binding, dispatch, carries, reference
+ *   draw.c       DOT of the compiled versions
+ *   compile.c    a version from a trace: kernels, arena, runlist, packaging
+ *   step_timing.c  the per-step clocks of profiled calls
+ *   builders.c   the steps a body records (fe_apply, fe_output, fe_carry, fe_call...)
+ *   views.c      views of handles (reshape, transpose, bound, at, window)
+ *   trace.c      the trace object: handles, inputs, weights, states, per-call values
+ *   store.c      the graph's named weights and states */
 #ifndef FE_GRAPH_INTERNAL_H
 #define FE_GRAPH_INTERNAL_H
 
 #include "ferrum/graph.h"
 #include "ops/kernel.h"
 
-enum { FE_MAX_DYN = 2, FE_MAX_FRAMES = 8 };
+/* Fixed limits of a graph. Each is checked where it applies, and passing one is a refusal
+ * that names the limit (never a silent truncation); raise the constant to lift it. */
+enum {
+    FE_MAX_DYN = 2,         /* per-call offsets on one view (fe_at, fe_window on a view) */
+    FE_MAX_FRAMES = 8,      /* graphs called inside graphs (fe_call), nested */
+    FE_MAX_INPUTS = 16,     /* named inputs of a signature, and of one fe_call */
+    FE_MAX_OUTPUTS = 16,    /* fe_output per trace (also what fe_graph_loop hands on_step) */
+    FE_MAX_CARRIES = 16,    /* fe_carry + fe_carry_tensor per trace */
+    FE_MAX_VARS = 32,       /* per-call values (scratchpad, carried, dispatch-time) per graph */
+    FE_NAME_LEN = 32,       /* an input's or per-call value's name, with its NUL */
+    FE_PATH_LEN = 96,       /* a weight's or state's path, with its NUL */
+    FE_LABEL_LEN = 64,      /* a step's label ("GEMV#12") */
+    FE_CHECK_LEN = 96,      /* a per-call check's description in its refusal */
+};
 
 typedef enum { BUF_INPUT = 1, BUF_WEIGHT, BUF_STATE, BUF_SCRATCH } fe_buf_kind;
 typedef enum { VAR_SCRATCHPAD, VAR_CARRIED, VAR_DISPATCH } fe_var_kind;
@@ -33,11 +57,11 @@ typedef struct fe_tstep {
     const fe_op *op;
     int operand[FE_MAX_OPERANDS]; /* view ids (1-based), 0 absent */
     fe_setting params[FE_MAX_PARAMS]; /* values; the names are param_names (the step moves) */
-    char param_names[FE_MAX_PARAMS][32];
+    char param_names[FE_MAX_PARAMS][FE_NAME_LEN];
     int n_params;
     fe_val value[FE_MAX_VALUES];
     bool value_given[FE_MAX_VALUES];
-    char label[64];
+    char label[FE_LABEL_LEN];
 } fe_tstep;
 
 /* A per-call check: 0 <= v and v + v2 + len <= dim (v2 is the constant 0 unless a window
@@ -45,7 +69,7 @@ typedef struct fe_tstep {
 typedef struct fe_check {
     fe_val v, v2;
     int64_t len, dim;
-    char what[96];
+    char what[FE_CHECK_LEN];
 } fe_check;
 
 typedef struct fe_carry_rec {
@@ -65,7 +89,6 @@ typedef struct fe_frame {
     int n_inputs, next_input;
     fe_h *outs;
     int n_outs, max_outs;
-    char (*input_names)[32];
 } fe_frame;
 
 struct fe_trace {
@@ -80,19 +103,19 @@ struct fe_trace {
     int n_checks, cap_checks;
     fe_scratch_buf *scratch;
     int n_scratch, cap_scratch;
-    int outputs[16];
+    int outputs[FE_MAX_OUTPUTS];
     int n_outputs;
-    fe_carry_rec carries[16];
+    fe_carry_rec carries[FE_MAX_CARRIES];
     int n_carries;
     bool dispatch_time; /* the body declared a dispatch-time value: forces each_step */
     fe_frame frames[FE_MAX_FRAMES];
     int depth;
-    char frame_inputs[FE_MAX_FRAMES][16][32];
+    char frame_inputs[FE_MAX_FRAMES][FE_MAX_INPUTS][FE_NAME_LEN];
     fe_error err;
 };
 
 typedef struct fe_state_rec {
-    char path[96];
+    char path[FE_PATH_LEN];
     fe_dtype dtype;
     int rank;
     int64_t shape[FE_MAX_RANK];
@@ -101,13 +124,13 @@ typedef struct fe_state_rec {
 } fe_state_rec;
 
 typedef struct fe_var_rec {
-    char name[32];
+    char name[FE_NAME_LEN];
     fe_var_kind kind;
     int64_t word, ref_word;
 } fe_var_rec;
 
 typedef struct fe_weight_rec {
-    char path[96];
+    char path[FE_PATH_LEN];
     fe_tensor t;
 } fe_weight_rec;
 
@@ -119,13 +142,14 @@ typedef struct fe_step_ctx {
 
 typedef struct fe_version {
     int n_sig;
-    fe_named_tensor sig[16];
-    char sig_names[16][32];
+    fe_named_tensor sig[FE_MAX_INPUTS];
+    char sig_names[FE_MAX_INPUTS][FE_NAME_LEN];
     fe_trace tr;          /* the trace, owned */
     fe_kernel **kernels;  /* one per step */
     fe_args *args;        /* bound per call */
     fe_step_ctx *ctx;
     fe_step *runlist;
+    bool *empty;          /* per step, set by each call's binding: a bound of 0 leaves no work */
     int n_steps;
     int *ws_buf;          /* per step: the scratch buffer holding its op workspace, or -1 */
     bool each_step;
@@ -145,7 +169,7 @@ struct fe_graph {
     int n_weights, cap_weights;
     fe_state_rec *states;
     int n_states, cap_states;
-    fe_var_rec vars[32];
+    fe_var_rec vars[FE_MAX_VARS];
     int n_vars;
     fe_version **versions;
     int n_versions, cap_versions;
@@ -157,26 +181,65 @@ struct fe_graph {
     fe_error err;
 };
 
+/* A view's extents and strides */
+static inline int64_t fe_view_numel(const fe_view *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->shape[i];
+    return n;
+}
+/* sets row-major strides for the shape */
+static inline void fe_view_set_contiguous(fe_view *v) {
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        v->stride[i] = s;
+        s *= v->shape[i];
+    }
+}
+/* whether the view is row-major contiguous (axes of size 1 may have any stride) */
+static inline bool fe_view_is_contiguous(const fe_view *v) {
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        if (v->shape[i] > 1 && v->stride[i] != s) return false;
+        s *= v->shape[i];
+    }
+    return true;
+}
+
+/* store.c: the graph's named states. The index of the state at path, or -1. */
+int fe_graph_state_index(const fe_graph *g, const char *path);
+/* Declares a state (zeroed pages, resident as written) or finds the one declared alike;
+ * *index is its index. Refuses a bad dtype, rank or size, and a path declared otherwise. */
+fe_status fe_graph_declare_state(fe_graph *g, const char *path, fe_dtype dt, int rank,
+                                 const int64_t *shape, int *index, fe_error *err);
+
 /* trace.c */
 void fe_trace_init(fe_trace *t, fe_graph *g, const fe_named_tensor *sig, int n_sig);
 void fe_trace_deinit(fe_trace *t);
+/* Records the trace's first error ("graph \"name\": ..."); returns the recorded status. */
 fe_status fe_trace_fail(fe_trace *t, fe_status s, const char *fmt, ...) FE_PRINTF(3, 4);
+/* The view of a handle, or NULL when it is not one of this trace's. */
 const fe_view *fe_trace_view(const fe_trace *t, fe_h h);
-/* steps.c: a scratch buffer alive from the current step to the current step (callers move
- * first/last); its index, or -1 on out of memory (the trace records the error) */
+/* The view of a builder's argument, or NULL (recording "what: not a tensor of this trace")
+ * when it is not one, or when the trace has already failed. */
+const fe_view *fe_trace_arg(fe_trace *t, fe_h h, const char *what);
+/* Grows *arr (of elem bytes, n used of *cap) to hold one more; false (and a trace error)
+ * when out of memory. */
+bool fe_trace_grow(fe_trace *t, void **arr, int n, int *cap, size_t elem);
+/* A new handle for v; FE_NO_TENSOR when out of memory (the trace records it). */
+fe_h fe_trace_add_view(fe_trace *t, const fe_view *v);
+/* A scratch buffer alive from the current step to the current step (callers move
+ * first/last); its index, or -1 on out of memory (the trace records the error). */
 int fe_trace_new_scratch(fe_trace *t, size_t bytes);
-int fe_graph_state_index(const fe_graph *g, const char *path);
+/* A per-call value's name as a refusal prints it ("pos", "pos+n", or the constant). */
+void fe_trace_val_name(const fe_trace *t, fe_val v, char *buf, size_t n);
 
-/* compile.c */
-fe_status fe_version_build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out);
+/* compile.c: the version compiled for a signature, compiling it on first sight. */
+fe_status fe_version_find(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out);
 void fe_version_destroy(fe_version *v);
 
-/* profile.c: (re)sets the version's step clock, allocating it the first time; when memory
- * is short it stays NULL and the version's calls run untimed. Called when profiling turns on
- * and when a version is built while it is on, never from a call. */
+/* step_timing.c: (re)sets the version's step clock, allocating it the first time; when
+ * memory is short it stays NULL and the version's calls run untimed. Called when profiling
+ * turns on and when a version is built while it is on, never from a call. */
 void fe_version_clock(fe_version *v);
-
-/* run.c: evaluates an affine value with the graph's (or the reference's) words */
-int64_t fe_val_eval(const fe_graph *g, fe_val v, bool reference);
 
 #endif

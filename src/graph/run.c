@@ -14,40 +14,11 @@ static int64_t word(const fe_graph *g, int var, bool reference) {
     return reference ? g->vars[var].ref_word : g->vars[var].word;
 }
 
-int64_t fe_val_eval(const fe_graph *g, fe_val v, bool reference) {
+static int64_t fe_val_eval(const fe_graph *g, fe_val v, bool reference) {
     int64_t x = v.add;
     if (v.var >= 0) x += v.mul * word(g, v.var, reference);
     if (v.var2 >= 0) x += v.mul2 * word(g, v.var2, reference);
     return x;
-}
-
-static bool same_signature(const fe_version *v, const fe_named_tensor *in, int n) {
-    if (v->n_sig != n) return false;
-    for (int i = 0; i < n; i++) {
-        const fe_tensor *a = &v->sig[i].t, *b = &in[i].t;
-        if (!in[i].name || strcmp(v->sig[i].name, in[i].name) != 0 || a->dtype != b->dtype ||
-            a->rank != b->rank)
-            return false;
-        for (int d = 0; d < a->rank; d++)
-            if (a->shape[d] != b->shape[d]) return false;
-    }
-    return true;
-}
-
-static fe_status find_version(fe_graph *g, const fe_named_tensor *in, int n, fe_version **out) {
-    for (int i = 0; i < g->n_versions; i++)
-        if (same_signature(g->versions[i], in, n)) {
-            *out = g->versions[i];
-            return FE_OK;
-        }
-    return fe_version_build(g, in, n, out);
-}
-
-fe_status fe_graph_compile(fe_graph *g, const fe_named_tensor *inputs, int n_inputs,
-                           const fe_compile_options *opts) {
-    if (opts) g->opts = *opts;
-    fe_version *v;
-    return find_version(g, inputs, n_inputs, &v);
 }
 
 static fe_status set_words(fe_graph *g, const fe_word *words, int n, bool reference) {
@@ -156,7 +127,7 @@ static void outputs_of(fe_graph *g, const fe_version *v, const fe_named_tensor *
 }
 
 static void advance_carried(fe_graph *g, const fe_version *v, bool reference) {
-    int64_t next[16];
+    int64_t next[FE_MAX_CARRIES];
     for (int c = 0; c < v->tr.n_carries; c++)
         if (v->tr.carries[c].var >= 0) next[c] = fe_val_eval(g, v->tr.carries[c].next, reference);
     for (int c = 0; c < v->tr.n_carries; c++) {
@@ -170,12 +141,8 @@ static void advance_carried(fe_graph *g, const fe_version *v, bool reference) {
 /* One call of version v with words already written. */
 static fe_status call_version(fe_graph *g, fe_version *v, const fe_named_tensor *in) {
     fe_status rc = check_words(g, v, false);
-    bool empty[64];
-    for (int s = 0; rc == FE_OK && s < v->n_steps; s++) {
-        bool e;
-        rc = bind_step(g, v, s, in, false, &v->args[s], &e);
-        if (s < 64) empty[s] = e;
-    }
+    for (int s = 0; rc == FE_OK && s < v->n_steps; s++)
+        rc = bind_step(g, v, s, in, false, &v->args[s], &v->empty[s]);
     if (rc != FE_OK) return rc;
     uint64_t before = fe_device_dispatch_count(g->dev);
     uint64_t *clock = g->profiling ? v->step_ns : NULL; /* NULL also when out of memory */
@@ -183,7 +150,7 @@ static fe_status call_version(fe_graph *g, fe_version *v, const fe_named_tensor 
         fe_device_dispatch_timed(g->dev, v->runlist, v->n_steps, clock);
     } else {
         for (int s = 0; s < v->n_steps; s++)
-            if (!(s < 64 && empty[s] && v->tr.dispatch_time))
+            if (!(v->empty[s] && v->tr.dispatch_time))
                 fe_device_dispatch_timed(g->dev, &v->runlist[s], 1, clock ? clock + s : NULL);
     }
     if (clock) v->profiled_calls++;
@@ -199,7 +166,7 @@ static fe_status prepare(fe_graph *g, const fe_named_tensor *inputs, int n_input
     fe_error_clear(&g->err);
     if (n_inputs < 0 || (n_inputs && !inputs) || n_words < 0 || (n_words && !words))
         return fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": bad input or word counts", g->name);
-    fe_status rc = find_version(g, inputs, n_inputs, v);
+    fe_status rc = fe_version_find(g, inputs, n_inputs, v);
     if (rc != FE_OK) return rc;
     for (int i = 0; i < n_inputs; i++)
         if (!inputs[i].t.data)
@@ -227,13 +194,13 @@ fe_status fe_graph_loop(fe_graph *g, const fe_named_tensor *inputs, int n_inputs
                         const fe_word *words, int n_words, int n, fe_loop_fn on_step, void *user) {
     fe_version *v;
     fe_status rc = prepare(g, inputs, n_inputs, words, n_words, false, &v);
-    fe_tensor outs[16];
+    fe_tensor outs[FE_MAX_OUTPUTS];
     for (int i = 0; rc == FE_OK && i < n; i++) {
         rc = call_version(g, v, inputs);
         if (rc == FE_OK && on_step) {
             int n_out = 0;
-            outputs_of(g, v, inputs, false, outs, 16, &n_out);
-            if (on_step(user, i, outs, n_out < 16 ? n_out : 16)) break;
+            outputs_of(g, v, inputs, false, outs, FE_MAX_OUTPUTS, &n_out);
+            if (on_step(user, i, outs, n_out < FE_MAX_OUTPUTS ? n_out : FE_MAX_OUTPUTS)) break;
         }
     }
     return rc;
@@ -284,11 +251,4 @@ fe_status fe_graph_reference(fe_graph *g, const fe_named_tensor *inputs, int n_i
     advance_carried(g, v, true);
     outputs_of(g, v, inputs, true, outputs, max_outputs, n_outputs);
     return FE_OK;
-}
-
-fe_graph_stats fe_graph_get_stats(const fe_graph *g) {
-    fe_graph_stats s = g->stats;
-    s.arena_bytes = g->scratch_bytes; /* op workspaces live in the scratch arena */
-    for (int i = 0; i < g->n_states; i++) s.arena_bytes += g->states[i].bytes;
-    return s;
 }

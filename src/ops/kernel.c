@@ -75,7 +75,10 @@ static fe_status set_params(fe_op_ctx *c, const fe_op_request *req) {
                                 st->name ? st->name : "(null)", op->n_params ? list : "none");
         }
         const fe_param_decl *pd = &op->params[i];
-        double v = st->value;
+        double v;
+        char why[320];
+        if (fe_op_setting_value(op, st, &v, why, sizeof why) != FE_OK)
+            return fe_op_refuse(c, FE_E_INVALID, "%s", why);
         if (!isfinite(v))
             return fe_op_refuse(c, FE_E_INVALID, "param %s = %g; give a finite number",
                                 pd->name, v);
@@ -106,6 +109,10 @@ static fe_status set_call_site_tunables(fe_op_ctx *c, const fe_op_request *req) 
             return fe_op_refuse(c, FE_E_INVALID, "no tunable named \"%s\" (`ferrum ops %s` "
                                 "lists its tunables)", st->name ? st->name : "(null)",
                                 c->op->name);
+        if (st->choice)
+            return fe_op_refuse(c, FE_E_INVALID, "tunable %s is given the choice \"%s\"; "
+                                "tunables take numbers (choice names are for CHOICE params)",
+                                st->name, st->choice);
         if (st->value != floor(st->value) || fabs(st->value) > 1e15)
             return fe_op_refuse(c, FE_E_INVALID, "tunable %s = %g; give an integer",
                                 st->name, st->value);

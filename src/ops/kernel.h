@@ -18,7 +18,7 @@ fe_kernel_fn fe_kernel_function(const fe_kernel *k);
 int fe_kernel_width(const fe_kernel *k);
 /* The scratch the op needs; made with shared_workspace, the caller sets args->ws to it. */
 size_t fe_kernel_workspace_bytes(const fe_kernel *k);
-/* Matches a profile entry for a request being made (profile.c). Sets tunables not yet set;
+/* Matches a profile entry for a request being made (tunable_profile.c). Sets tunables not yet set;
  * returns FE_OK when nothing matched. */
 fe_status fe_profile_apply(const fe_profile *p, fe_op_ctx *c);
 

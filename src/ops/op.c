@@ -122,3 +122,27 @@ int64_t fe_tensor_numel(const fe_tensor *t) {
     for (int i = 0; i < t->rank; i++) n *= t->shape[i];
     return n;
 }
+
+fe_status fe_op_setting_value(const fe_op *op, const fe_setting *s, double *value, char *why,
+                              size_t why_n) {
+    *value = s->value;
+    if (!s->choice) return FE_OK;
+    int i = s->name ? fe_op_param_index(op, s->name) : -1;
+    const fe_param_decl *pd = i >= 0 ? &op->params[i] : NULL;
+    if (!pd || pd->type != FE_PARAM_CHOICE) {
+        snprintf(why, why_n, "param \"%s\" is given the choice \"%s\" but %s",
+                 s->name ? s->name : "(null)", s->choice,
+                 pd ? "it is not a CHOICE param; give it a number" : "the op has no such param");
+        return FE_E_INVALID;
+    }
+    for (int c = 0; pd->choices[c]; c++)
+        if (strcmp(pd->choices[c], s->choice) == 0) {
+            *value = c;
+            return FE_OK;
+        }
+    size_t k = (size_t)snprintf(why, why_n, "param %s has no choice \"%s\"; give one of:",
+                                pd->name, s->choice);
+    for (int c = 0; pd->choices[c] && k < why_n; c++)
+        k += (size_t)snprintf(why + k, why_n - k, "%s %s", c ? "," : "", pd->choices[c]);
+    return FE_E_INVALID;
+}

@@ -5,7 +5,7 @@
  * extents (named sizes taken from the operands), per-call values bounded by extents, plus
  * infer (check and name the extents), resolve (fill tunables from the device), reference
  * (plain float32/double), kernels per ISA, cost, and test cases. The machinery in op.c,
- * kernel.c and profile.c turns it into runnable kernels; nothing there knows any one op. */
+ * kernel.c and tunable_profile.c turn it into runnable kernels; nothing there knows any one op. */
 #ifndef FE_OPS_OP_H
 #define FE_OPS_OP_H
 
@@ -206,6 +206,13 @@ void fe_domain_describe(const fe_domain *d, char *buf, size_t n);
 /* Whether v lies in the domain, given the extents; on false, `why` says what would. */
 bool fe_domain_contains(const fe_op *op, const fe_domain *d, const int64_t *ext,
                         int n_workers, int64_t v, char *why, size_t why_n);
+
+/* The number a param setting gives: s->value, or for a setting by choice name (s->choice)
+ * the index of that option of the op's CHOICE param s->name. FE_E_INVALID, with `why`
+ * naming the param, the bad name and the valid ones (the caller adds the op or step), when the param is not a CHOICE or has
+ * no such option. Other checks (ranges, unknown names of numbers) are fe_kernel_create's. */
+fe_status fe_op_setting_value(const fe_op *op, const fe_setting *s, double *value, char *why,
+                              size_t why_n);
 
 /* Refusals from infer: sets c->err and returns the status, naming the op. */
 fe_status fe_op_refuse(fe_op_ctx *c, fe_status s, const char *fmt, ...) FE_PRINTF(3, 4);

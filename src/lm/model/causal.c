@@ -70,11 +70,13 @@ static act plain(fe_h x) { return (act){x, FE_NO_TENSOR}; }
 /* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor. Block-
  * quantised W with act_int8 on: a in int8 per 32-block, integer dot products (GEMV act_int8,
  * as llama.cpp's Q8 activations) */
-static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res, int epi) {
+static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res,
+                 const char *epi) {
     fe_h in[5] = {w, a.x, up, res, a.norm};
     fe_dtype wdt = fe_dtype_of(t, w);
     bool int8 = mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
-    fe_setting s[4] = {{"epilogue", epi}, {"act_int8", 1}, {"prologue", 1 /* rmsnorm */}, {"eps", mm.eps}};
+    fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
+                       {"eps", mm.eps}};
     int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
     if (int8) s[n++] = s[1];
     if (a.norm.id) s[n++] = s[2], s[n++] = s[3];
@@ -94,22 +96,22 @@ static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe
 
 /* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
 static fe_h project(fe_trace *t, mm_mode mm, fe_h dst, act a, fe_h w) {
-    if (mm.decode) return gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, 0);
+    if (mm.decode) return gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, "none");
     fe_h in[2] = {a.x, w};
     return gemm(t, mm, dst, in, 2, NULL);
 }
 
 /* x + o W^T (the residual folded into the product) */
 static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
-    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, w, plain(o), FE_NO_TENSOR, x, 3 /* residual */);
+    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, w, plain(o), FE_NO_TENSOR, x, "residual");
     fe_h in[4] = {o, w, FE_NO_TENSOR, x};
     return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
 }
 
 /* silu(a Wg^T) * (a Wu^T) */
 static fe_h gated(fe_trace *t, mm_mode mm, act a, fe_h wg, fe_h wu) {
-    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, 2 /* swiglu */);
-    fe_setting silu = {"activation", 1};
+    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, "swiglu");
+    fe_setting silu = FE_CHOICE("activation", "silu");
     fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
     fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
     return apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
@@ -136,7 +138,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
 
     fe_h x = fe_take(t, fe_weight(t, "embed"), ids); /* (C, hidden), first n rows */
     fe_h rope = fe_weight(t, "rope");
-    fe_setting form = {"form", m->w->rope_interleaved ? 1 : 0};
+    fe_setting form = FE_CHOICE("form", m->w->rope_interleaved ? "interleaved" : "rotate_half");
     fe_value_set at = {"pos", pos};
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
     for (int64_t l = 0; l < c->n_layers; l++) {
@@ -170,7 +172,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_h last = decode ? x : fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
     fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
     fe_h logits = gemv(t, mm, FE_NO_TENSOR, fe_weight(t, "lm_head"), plain(xn), FE_NO_TENSOR,
-                       FE_NO_TENSOR, 0);
+                       FE_NO_TENSOR, "none");
     fe_setting sp[4] = {{"temperature", m->o.temperature}, {"top_k", (double)m->o.top_k},
                         {"top_p", m->o.top_p}, {"seed", (double)m->o.seed}};
     fe_value_set draw = {"pos", end};

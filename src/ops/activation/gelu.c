@@ -31,7 +31,7 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
 
 static const fe_case cases[] = {
     {.name = "small", .dims = {1000}, .n_dims = 1, .lo = -20, .hi = 20},
-    {.name = "erf", .dims = {1000}, .n_dims = 1, .params = {{"form", 1}}, .n_params = 1,
+    {.name = "erf", .dims = {1000}, .n_dims = 1, .params = {FE_CHOICE("form", "erf")}, .n_params = 1,
      .lo = -20, .hi = 20},
     {.name = "64MiB", .dims = {(int64_t)16 << 20}, .n_dims = 1, .extensive = true, .bench = true},
 };

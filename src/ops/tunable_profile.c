@@ -1,4 +1,4 @@
-/* ops/profile.c: profiles, tunables as data (JSON). Validated whole at load against the
+/* ops/tunable_profile.c: profiles, tunables as data (JSON). Validated whole at load against the
  * registry (every op, `when` name and tunable must exist), so applying one cannot fail on
  * a name; applying picks the most specific matching entry. */
 #include <math.h>

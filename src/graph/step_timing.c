@@ -1,4 +1,4 @@
-/* graph/profile.c: step timing (fe_graph_set_profiling, fe_graph_write_profile). The device
+/* graph/step_timing.c: step timing (fe_graph_set_profiling, fe_graph_write_profile). The device
  * adds each step's wall time to the version's clock during a call (fe_device_dispatch_timed);
  * this file owns the clocks and turns them into a table: steps grouped by operator and the
  * weight they read, layer numbers folded, so a decode step reads as "GEMV layers.*.w_down:
