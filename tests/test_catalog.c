@@ -193,6 +193,10 @@ static void declarations_are_consistent(void **state) {
         const fe_op *op = fe_op_at(o);
         assert_non_null(op->name);
         assert_non_null(op->summary);
+        /* the public accessors give the declaration's name and a one-line summary */
+        assert_string_equal(fe_op_name(op), op->name);
+        assert_string_equal(fe_op_summary(op), op->summary);
+        assert_true(strlen(fe_op_summary(op)) > 0 && !strchr(fe_op_summary(op), '\n'));
         assert_true(fe_op_find(op->name) == op);
         for (int p = 0; p < o; p++) assert_string_not_equal(fe_op_at(p)->name, op->name);
         assert_non_null(op->infer);

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "device/counters.h"
 #include "ferrum/device.h"
 
 static void features_agree_with_the_isa(void **s) {

@@ -173,7 +173,8 @@ static void kv_cache_graph_matches_its_reference_over_100_calls(void **s) {
     fe_graph_destroy(g);
 }
 
-/* ---- Walk: a carried node follows a successor table in the device loop ---- */
+/* ---- Walk: a carried node follows a successor table in the device loop, and a carried
+ * word counts the steps ---- */
 enum { WALK_N = 97 };
 
 static fe_status walk_body(fe_trace *t, const void *model) {
@@ -183,6 +184,7 @@ static fe_status walk_body(fe_trace *t, const void *model) {
     fe_h next = fe_take(t, fe_weight(t, "succ"), node); /* (1, 1) */
     fe_h flat = fe_reshape(t, next, 1, &one);
     fe_output(t, flat);
+    fe_carry(t, "steps", fe_val_add(fe_carried(t, "steps"), 1));
     return fe_carry_tensor(t, "node", flat);
 }
 
@@ -213,6 +215,10 @@ static void walk_follows_its_successor_table_for_1000_steps(void **s) {
     walk_state w = {succ, 0, 0};
     if (fe_graph_loop(g, NULL, 0, NULL, 0, 1000, walk_step, &w) != FE_OK) fail_msg("%s", fe_graph_message(g));
     assert_int_equal(w.steps, 1000);
+    int64_t word = -1;
+    assert_int_equal(fe_graph_word(g, "steps", &word), FE_OK);
+    assert_int_equal(word, 1000);
+    assert_int_equal(fe_graph_word(g, "position", &word), FE_E_NOTFOUND);
     fe_graph_stats st = fe_graph_get_stats(g);
     assert_int_equal(st.compiles, 1);
     assert_int_equal(st.calls, 1000);

@@ -65,8 +65,6 @@ FE_API void fe_device_dispatch(fe_device *dev, const fe_step *steps, int n_steps
  * step to the one after it, on the dispatching thread's clock). */
 FE_API void fe_device_dispatch_timed(fe_device *dev, const fe_step *steps, int n_steps,
                                      uint64_t *step_ns);
-/* Dispatches since creation (the graph tests count dispatches per call). */
-FE_API uint64_t fe_device_dispatch_count(const fe_device *dev);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "device/counters.h"
 #include "device/cpu/pool.h"
 
 struct fe_device {

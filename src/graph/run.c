@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "device/counters.h"
 #include "graph/internal.h"
 
 static int64_t word(const fe_graph *g, int var, bool reference) {
