@@ -179,6 +179,18 @@ fe_status fe_tok_merge(fe_tokenizer *t, const char *l, size_t ln, const char *r,
     return FE_OK;
 }
 
+fe_status fe_tok_merge_line(fe_tokenizer *t, const char *m, size_t n, int32_t rank,
+                            const char *what, fe_error *err) {
+    const char *sp = n > 1 ? memchr(m + 1, ' ', n - 1) : NULL; /* as llama.cpp: from 1 */
+    if (!sp) {
+        char q[48];
+        return fe_error_set(err, FE_E_FORMAT, "%s \"%s\" is not two tokens split by a space",
+                            what, fe_tok_quote(m, n, q));
+    }
+    return fe_tok_merge(t, m, (size_t)(sp - m), sp + 1, n - (size_t)(sp - m) - 1, rank, true,
+                        what, err);
+}
+
 fe_status fe_tok_mark_added(fe_tokenizer *t, int32_t id, bool special, bool lstrip, bool rstrip,
                             fe_error *err) {
     if (id < 0 || id >= t->n_vocab)
@@ -282,17 +294,9 @@ fe_status fe_tokenizer_create_bpe(const fe_bpe_spec *spec, fe_tokenizer **out, f
     for (int i = 0; i < spec->n_merges && st == FE_OK; i++) {
         const char *m = spec->merges[i];
         size_t n = slen(spec->merge_lens, spec->merges, i);
-        const char *sp = n > 1 ? memchr(m + 1, ' ', n - 1) : NULL; /* as llama.cpp: from 1 */
         char name[48];
         snprintf(name, sizeof name, "%s: merge %d", what, i);
-        if (!sp) {
-            char q[48];
-            st = fe_error_set(err, FE_E_FORMAT, "%s \"%s\" is not two tokens split by a space",
-                              name, fe_tok_quote(m, n, q));
-            break;
-        }
-        st = fe_tok_merge(t, m, (size_t)(sp - m), sp + 1, n - (size_t)(sp - m) - 1, i, true,
-                          name, err);
+        st = fe_tok_merge_line(t, m, n, i, name, err);
     }
     for (int i = 0; i < spec->n_added && st == FE_OK; i++) {
         const fe_added_token *a = &spec->added[i];

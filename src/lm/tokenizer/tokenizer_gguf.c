@@ -84,17 +84,9 @@ static fe_status build(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
     for (size_t i = 0; i < n_merges && st == FE_OK; i++) {
         size_t len;
         const char *m = fe_gguf_array_str(merges, i, &len);
-        const char *sp = len > 1 ? memchr(m + 1, ' ', len - 1) : NULL;
         char what[320];
         snprintf(what, sizeof what, "%.200s: tokenizer.ggml.merges[%zu]", path, i);
-        if (!sp) {
-            char q[48];
-            st = fe_error_set(err, FE_E_FORMAT, "%s \"%s\" is not two tokens split by a space",
-                              what, fe_tok_quote(m, len, q));
-            break;
-        }
-        st = fe_tok_merge(t, m, (size_t)(sp - m), sp + 1, len - (size_t)(sp - m) - 1, (int32_t)i,
-                          true, what, err);
+        st = fe_tok_merge_line(t, m, len, (int32_t)i, what, err);
     }
 
     /* The split chain; a file without tokenizer.ggml.pre predates it and meant GPT-2's. */

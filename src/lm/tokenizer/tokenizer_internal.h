@@ -58,6 +58,10 @@ fe_status fe_tok_index(fe_tokenizer *t, const char *what, fe_error *err);
  * given twice keeps its first rank. `what` names the merge in messages ("merges[12]"). */
 fe_status fe_tok_merge(fe_tokenizer *t, const char *l, size_t ln, const char *r, size_t rn,
                        int32_t rank, bool byte_level, const char *what, fe_error *err);
+/* The same for a merge written as one line "left right" (byte-level): split at the first
+ * space after the first byte, as llama.cpp does; a line without one is FE_E_FORMAT. */
+fe_status fe_tok_merge_line(fe_tokenizer *t, const char *m, size_t n, int32_t rank,
+                            const char *what, fe_error *err);
 /* Marks id as an added token, matched in text before pre-tokenization. */
 fe_status fe_tok_mark_added(fe_tokenizer *t, int32_t id, bool special, bool lstrip, bool rstrip,
                             fe_error *err);

@@ -344,15 +344,11 @@ static fe_status build(ctx *c, json_t *root) {
     return st;
 }
 
-fe_status fe_tokenizer_from_json(const char *text, size_t len, const char *what,
-                                 fe_tokenizer **out, fe_error *err) {
-    *out = NULL;
-    if (!what) what = "tokenizer.json";
-    json_t *root;
-    fe_status st = fe_json_parse(text, len, what, &root, err);
-    if (st != FE_OK) return st;
+/* The tokenizer the parsed root describes (what names it in messages); the root is
+ * released either way. */
+static fe_status from_root(json_t *root, const char *what, fe_tokenizer **out, fe_error *err) {
     ctx c = {.what = what, .err = err};
-    st = build(&c, root);
+    fe_status st = build(&c, root);
     json_decref(root);
     if (st != FE_OK) {
         fe_tokenizer_destroy(c.t);
@@ -362,18 +358,18 @@ fe_status fe_tokenizer_from_json(const char *text, size_t len, const char *what,
     return FE_OK;
 }
 
+fe_status fe_tokenizer_from_json(const char *text, size_t len, const char *what,
+                                 fe_tokenizer **out, fe_error *err) {
+    *out = NULL;
+    if (!what) what = "tokenizer.json";
+    json_t *root;
+    fe_status st = fe_json_parse(text, len, what, &root, err);
+    return st != FE_OK ? st : from_root(root, what, out, err);
+}
+
 fe_status fe_tokenizer_load_json(const char *path, fe_tokenizer **out, fe_error *err) {
     *out = NULL;
     json_t *root;
     fe_status st = fe_json_load_file(path, &root, err);
-    if (st != FE_OK) return st;
-    ctx c = {.what = path, .err = err};
-    st = build(&c, root);
-    json_decref(root);
-    if (st != FE_OK) {
-        fe_tokenizer_destroy(c.t);
-        return st;
-    }
-    *out = c.t;
-    return FE_OK;
+    return st != FE_OK ? st : from_root(root, path, out, err);
 }
