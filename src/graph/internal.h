@@ -22,8 +22,11 @@
 #include "ferrum/graph.h"
 #include "ops/kernel.h"
 
-/* Fixed limits of a graph. Each is checked where it applies, and passing one is a refusal
- * that names the limit (never a silent truncation); raise the constant to lift it. */
+/* Fixed limits of a graph; raise a constant to lift its limit. Counts are checked where
+ * they apply, and passing one is a refusal naming the limit (there is none on the number of
+ * steps). Names longer than their buffer are refused where they are declared (inputs,
+ * per-call values, weights, states) and cut to fit where they are only printed (labels,
+ * check descriptions, the graph's name). */
 enum {
     FE_MAX_DYN = 2,         /* per-call offsets on one view (fe_at, fe_window on a view) */
     FE_MAX_FRAMES = 8,      /* graphs called inside graphs (fe_call), nested */
@@ -34,6 +37,7 @@ enum {
     FE_NAME_LEN = 32,       /* an input's or per-call value's name, with its NUL */
     FE_PATH_LEN = 96,       /* a weight's or state's path, with its NUL */
     FE_LABEL_LEN = 64,      /* a step's label ("GEMV#12") */
+    FE_GRAPH_NAME_LEN = 64, /* a graph's name in messages (a longer one is cut to fit) */
     FE_CHECK_LEN = 96,      /* a per-call check's description in its refusal */
 };
 
@@ -162,7 +166,7 @@ typedef struct fe_version {
 
 struct fe_graph {
     fe_device *dev;
-    char name[64];
+    char name[FE_GRAPH_NAME_LEN];
     fe_body_fn body;
     const void *model;
     fe_weight_rec *weights;
