@@ -55,11 +55,6 @@ static const fe_value_decl values[] = {
                       "start", 0, 0, FE_MAP_NONE},
 };
 
-double fe_mha_scale(const fe_design *d, int64_t head_dim) {
-    double s = d->params[MHA_P_SCALE];
-    return s != 0 ? s : 1.0 / sqrt((double)head_dim);
-}
-
 static fe_status infer(fe_op_ctx *c) {
     const fe_tensor *q = &c->operands[0], *k = &c->operands[1], *v = &c->operands[2];
     if (k->shape[2] != q->shape[2])

@@ -12,6 +12,8 @@
 #ifndef FE_OPS_MHA_H
 #define FE_OPS_MHA_H
 
+#include <math.h>
+
 #include "ops/op.h"
 
 enum { MHA_P_CAUSAL, MHA_P_WINDOW, MHA_P_SCALE };   /* params */
@@ -38,7 +40,10 @@ static inline void fe_mha_keys(const fe_design *d, int64_t kv, int64_t p, int64_
 }
 
 /* The factor on q . k: the scale param, or 1 / sqrt(D) when it is 0. */
-double fe_mha_scale(const fe_design *d, int64_t head_dim);
+static inline double fe_mha_scale(const fe_design *d, int64_t head_dim) {
+    double s = d->params[MHA_P_SCALE];
+    return s != 0 ? s : 1.0 / sqrt((double)head_dim);
+}
 
 /* One worker's workspace: the scores of one block for up to four heads (4 x B_kv), the
  * running max and sum of each of an item's B_q x group query vectors, and contiguous copies
