@@ -1,5 +1,6 @@
 /* lm/api/emit.c: the text a generate hands out, token by token: whole UTF-8 characters (the
- * streaming detokenizer), and never a stop string or its start. Text that could be the
+ * streaming detokenizer; an id the tokenizer does not have has no text), and never a stop
+ * string or its start. Text that could be the
  * start of a stop string (the longest end of the held text that begins one) is held back
  * until the next token shows it is not; a stop string found whole ends the text before it.
  *
@@ -74,6 +75,8 @@ fe_status fe_lm_emitter_push(fe_lm_emitter *e, int32_t token, const char **out, 
     if (!e->d || e->matched) return FE_OK;
     const char *t;
     size_t n;
+    /* the model's vocabulary may be larger than the tokenizer's (padded): those ids have no text */
+    if (!fe_lm_token_piece(e->d->m, token, &n)) return FE_OK;
     fe_status st = fe_lm_detokenizer_push(e->d, token, &t, &n);
     if (st == FE_OK) st = append(e, t, n);
     if (st != FE_OK || !e->n_held) return st;
