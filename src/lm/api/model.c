@@ -165,12 +165,16 @@ size_t fe_lm_model_resident_bytes(const fe_lm_model *m) {
         if (!ts[i]->data) continue;
         uintptr_t a = (uintptr_t)ts[i]->data, lo = a / page * page;
         uintptr_t hi = a + fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
-        /* pages counted once per tensor; a page two tensors share is counted by both, at
-         * most a page a tensor */
         for (uintptr_t p = lo; p < hi; p += sizeof vec * page) {
             size_t len = hi - p < sizeof vec * page ? hi - p : sizeof vec * page;
             if (mincore((void *)p, len, vec) != 0) return fe_llama_weights_bytes(&m->w);
-            for (size_t k = 0; k < (len + page - 1) / page; k++) resident += (vec[k] & 1) * page;
+            /* a resident page counts for the bytes of the tensor in it, so a page two
+             * tensors share is not counted twice */
+            for (size_t k = 0; k < (len + page - 1) / page; k++) {
+                uintptr_t from = p + k * page > a ? p + k * page : a;
+                uintptr_t to = p + (k + 1) * page < hi ? p + (k + 1) * page : hi;
+                resident += (vec[k] & 1) * (to - from);
+            }
         }
     }
     return resident;
