@@ -17,7 +17,6 @@
 #include "ferrum/lm.h"
 #include "lm/model/causal.h"
 #include "lm/model/weights_safetensors_write.h"
-#include "lm/tokenizer/bytelevel.h"
 #include "support/lm_fixtures.h"
 #include "support/testing.h"
 #include "support/tiny_llama.h"
@@ -26,27 +25,6 @@ static char dir[64];
 static fe_llama_weights weights; /* what the folder holds */
 static fe_lm_model *model;
 
-static void write_tokenizer(const char *d) {
-    char *p = malloc(1 << 15);
-    size_t n = (size_t)sprintf(p, "{\"added_tokens\": [{\"id\": 256, \"content\": \"<|im_start|>\", "
-                                  "\"special\": true}, {\"id\": 257, \"content\": \"<|im_end|>\", "
-                                  "\"special\": true}], \"normalizer\": null, \"pre_tokenizer\": "
-                                  "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-                                  "\"use_regex\": true}, \"model\": {\"type\": \"BPE\", \"vocab\": {");
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b, e[8];
-        size_t k = fe_bytelevel_encode(&c, 1, e);
-        bool esc = k == 1 && (e[0] == '"' || e[0] == '\\');
-        n += (size_t)sprintf(p + n, "%s\"%s%.*s\": %d", b ? ", " : "", esc ? "\\" : "", (int)k, e, b);
-    }
-    n += (size_t)sprintf(p + n, ", \"<|im_start|>\": 256, \"<|im_end|>\": 257");
-    for (int id = 258; id < 320; id++)
-        n += (size_t)sprintf(p + n, ", \"%c%c\": %d", 'a' + (id - 258) / 10, '0' + (id - 258) % 10, id);
-    n += (size_t)sprintf(p + n, "}, \"merges\": []}}");
-    assert_true(lmfix_write(d, "tokenizer.json", p, n));
-    free(p);
-}
-
 static int setup(void **state) {
     if (test_device_setup(state)) return 1;
     fe_lm_config c = tiny_llama_config(true, false);
@@ -54,7 +32,7 @@ static int setup(void **state) {
     if (fe_llama_weights_random(&c, FE_DTYPE_F32, 3, &weights, &err) != FE_OK) return 1;
     if (!lmfix_tmpdir(dir, sizeof dir)) return 1;
     if (fe_llama_weights_write_safetensors(&weights, dir, &err) != FE_OK) return 1;
-    write_tokenizer(dir);
+    if (!lmfix_byte_tokenizer(dir, true, 62)) return 1;
     fe_lm_open_options o = fe_lm_open_options_default();
     o.device = test_dev;
     if (fe_lm_model_open(dir, &o, &model, &err) != FE_OK) {
