@@ -217,7 +217,7 @@ static void choose_sampling(gen_run *r) {
             if (fread(&x, sizeof x, 1, f) != 1) x ^= fe_time_ns();
             fclose(f);
         }
-        p.seed = x >> 1; /* fits --seed's range */
+        p.seed = x >> 11; /* under 2^53: the device sampler's range */
         fprintf(r->io->err, "ferrum: seed %llu (give --seed %llu to repeat)\n",
                 (unsigned long long)p.seed, (unsigned long long)p.seed);
     }

@@ -211,7 +211,7 @@ typedef struct fe_lm_session_options {
     bool profiling;       /* time every step (fe_graph_write_profile on the session's graph) */
     /* The sampler compiled into the device loop. A generate whose sampling has the same
      * temperature, top_k, top_p and seed and no host-only option draws on the device;
-     * any other samples on the host. Default: greedy. */
+     * any other samples on the host. Default: greedy. Its seed is at most 2^53. */
     fe_lm_sampling sampling;
 } fe_lm_session_options;
 

@@ -35,6 +35,10 @@ fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts
     if (o.max_seq_len < 0 || o.chunk < 0)
         return fe_error_set(err, FE_E_INVALID, "session: max_seq_len %lld, chunk %lld; give 0 "
                             "(the default) or more", (long long)o.max_seq_len, (long long)o.chunk);
+    if (o.sampling.seed > (1ull << 53))
+        return fe_error_set(err, FE_E_INVALID, "session: sampling seed %llu is past 2^53, the "
+                            "device sampler's range; give a smaller one",
+                            (unsigned long long)o.sampling.seed);
     fe_causal_options co = fe_causal_options_default();
     co.max_seq_len = o.max_seq_len;
     co.chunk = o.chunk;
