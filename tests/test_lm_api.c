@@ -400,6 +400,28 @@ static void info_tokenize_and_chat_say_what_the_model_is(void **st) {
     free(p);
 }
 
+static void header_only_compiles_and_draws_but_refuses_to_run(void **st) {
+    (void)st;
+    fe_lm_open_options o = fe_lm_open_options_default();
+    o.device = test_dev;
+    o.header_only = true;
+    fe_lm_model *m = NULL;
+    fe_error err = {0};
+    if (fe_lm_model_open(dir, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
+    fe_lm_model_info in;
+    assert_int_equal(fe_lm_model_get_info(m, &in), FE_OK);
+    assert_true(in.weights_unread);
+    assert_int_equal(in.weight_bytes, fe_llama_weights_bytes(&weights));
+    fe_lm_session *s = NULL;
+    if (fe_lm_session_create(m, NULL, &s, &err) != FE_OK) fail_msg("%s", err.message);
+    assert_true(fe_graph_get_stats(fe_lm_session_graph(s)).versions >= 2);
+    int32_t ids[2] = {1, 2};
+    assert_int_not_equal(fe_lm_session_generate(s, ids, 2, NULL, NULL, NULL, NULL, NULL), FE_OK);
+    assert_non_null(strstr(fe_lm_session_message(s), "no data"));
+    fe_lm_session_destroy(s);
+    fe_lm_model_close(m);
+}
+
 static void bad_input_is_answered_not_crashed(void **st) {
     (void)st;
     fe_lm_session *s = session(16, 8);
@@ -468,6 +490,7 @@ int main(void) {
         cmocka_unit_test(streaming_never_emits_half_a_utf8_character),
         cmocka_unit_test(open_reports_a_missing_file_with_its_path_once),
         cmocka_unit_test(info_tokenize_and_chat_say_what_the_model_is),
+        cmocka_unit_test(header_only_compiles_and_draws_but_refuses_to_run),
         cmocka_unit_test(bad_input_is_answered_not_crashed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
