@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "ferrum/lm.h"
+#include "core/alloc.h"
 #include "lm/model/causal.h"
 #include "lm/model/weights_safetensors_write.h"
 #include "support/lm_fixtures.h"
@@ -422,6 +423,48 @@ static void header_only_compiles_and_draws_but_refuses_to_run(void **st) {
     fe_lm_model_close(m);
 }
 
+/* open, a session and a short generation with the k-th allocation failing: an error, never a
+ * crash (and, under make asan, never a leak) */
+static fe_status open_and_generate(void) {
+    fe_lm_open_options o = fe_lm_open_options_default();
+    o.device = test_dev;
+    fe_lm_model *m = NULL;
+    fe_lm_session *s = NULL;
+    fe_status st = fe_lm_model_open(dir, &o, &m, NULL);
+    fe_lm_session_options so = fe_lm_session_options_default();
+    so.max_seq_len = 16;
+    so.chunk = 4;
+    if (st == FE_OK) st = fe_lm_session_create(m, &so, &s, NULL);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (st == FE_OK) st = fe_lm_tokenize(m, "hi there", 8, true, false, &ids, &n);
+    fe_lm_stop stop = fe_lm_stop_default();
+    stop.max_tokens = 3;
+    stop.strings[0] = "zz";
+    stop.n_strings = 1;
+    fe_lm_sampling p = fe_lm_sampling_default();
+    p.min_p = 0.1; /* the host path too */
+    fe_lm_generate_result r;
+    if (st == FE_OK) st = fe_lm_session_generate(s, ids, (int64_t)n, &p, &stop, NULL, NULL, &r);
+    fe_lm_free(ids);
+    fe_lm_session_destroy(s);
+    fe_lm_model_close(m);
+    return st;
+}
+
+static void every_failed_allocation_is_survived(void **st) {
+    (void)st;
+    fe_alloc_fail_at(0);
+    assert_int_equal(open_and_generate(), FE_OK);
+    long total = fe_alloc_fail_at(0), stride = total / 400 + 1;
+    for (long k = 1; k <= total; k += stride) {
+        fe_alloc_fail_at(k);
+        fe_status s = open_and_generate();
+        fe_alloc_fail_at(0);
+        assert_int_not_equal(s, FE_OK);
+    }
+}
+
 static void bad_input_is_answered_not_crashed(void **st) {
     (void)st;
     fe_lm_session *s = session(16, 8);
@@ -492,6 +535,7 @@ int main(void) {
         cmocka_unit_test(info_tokenize_and_chat_say_what_the_model_is),
         cmocka_unit_test(header_only_compiles_and_draws_but_refuses_to_run),
         cmocka_unit_test(bad_input_is_answered_not_crashed),
+        cmocka_unit_test(every_failed_allocation_is_survived),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
