@@ -185,7 +185,9 @@ typedef enum fe_lm_decode_dot {
 
 /* How the next token is drawn. Temperature, top_k, top_p and seed can be drawn on the
  * device inside the decode loop; min_p and the penalties are applied on the host, from the
- * logits (deterministic given the seed). */
+ * logits (deterministic given the seed; a different stream of draws than the device's). On
+ * the host the order is: penalties, then temperature, top_k, min_p, and top_p of what
+ * remains. */
 typedef struct fe_lm_sampling {
     double temperature;       /* 0: greedy */
     int64_t top_k;            /* 0: off */

@@ -1,6 +1,8 @@
 /* lm/api/sampling.c: drawing the next token on the host, for what the device's Sample op does
  * not do: min_p and the repetition penalties (llama.cpp's definitions). Deterministic given
- * the seed: candidates are ordered by logit, then id, and the draw uses splitmix64. */
+ * the seed: candidates are ordered by logit, then id, and the draw uses splitmix64. Only the
+ * candidates that can be drawn are sorted (a vocabulary of 128k each token would cost more
+ * than the decode step). */
 #include "lm/api/api.h"
 
 #include <math.h>
@@ -67,7 +69,16 @@ int32_t fe_lm_host_sample(fe_lm_host_sampler *h, const float *logits, int64_t vo
             if (cand[i].logit > cand[best].logit) best = i;
         return (int32_t)best;
     }
-    qsort(cand, (size_t)vocab, sizeof *cand, by_logit);
+    /* only candidates that can matter are sorted: min_p's cut, else those within e^-40 of
+     * the best (less changes no probability a double can hold next to it) */
+    float best = cand[0].logit;
+    for (int64_t i = 1; i < vocab; i++) best = cand[i].logit > best ? cand[i].logit : best;
+    double cut = p->min_p > 0 ? best + p->temperature * log(p->min_p) : best - p->temperature * 40;
+    int64_t kept_n = 0;
+    for (int64_t i = 0; i < vocab; i++)
+        if (cand[i].logit >= cut) cand[kept_n++] = cand[i];
+    qsort(cand, (size_t)kept_n, sizeof *cand, by_logit);
+    vocab = kept_n;
     int64_t k = p->top_k > 0 && p->top_k < vocab ? p->top_k : vocab;
     double top = cand[0].logit, sum = 0;
     for (int64_t i = 0; i < k; i++) {
