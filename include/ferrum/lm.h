@@ -12,7 +12,12 @@
  * caller's fe_error (may be NULL). Bad input (NULL, an id outside the vocabulary, a prompt
  * longer than the cache) is an error with a message naming the limit and the fix; it never
  * crashes. Strings and arrays the library allocates for the caller are released with
- * fe_lm_free. */
+ * fe_lm_free.
+ *
+ * Known limits: Llama-family decoders only; byte-level BPE tokenizers only; chat templates
+ * are recognised (ChatML, Llama 3), not run as Jinja; at most 16 stop tokens and 16 stop
+ * strings; the host sampler's draws for a seed are not the device's for the same seed; the
+ * cache holds one sequence (no batching, no sliding window). */
 #ifndef FERRUM_LM_H
 #define FERRUM_LM_H
 

@@ -10,6 +10,11 @@
 #include "lm/eval/checks.h"
 #include "lm/eval/oracle.h"
 
+/* lm.h's dot-product choices keep fe_causal_options' numbers (the CLI's arguments carry them) */
+_Static_assert((int)FE_LM_PREFILL_DOT_F32 == (int)FE_PREFILL_DOT_F32 &&
+               (int)FE_LM_PREFILL_DOT_BF16 == (int)FE_PREFILL_DOT_BF16 &&
+               (int)FE_LM_DECODE_DOT_F32 == (int)FE_DECODE_DOT_F32, "dot choices differ");
+
 fe_lm_session_options fe_lm_session_options_default(void) {
     return (fe_lm_session_options){.sampling = fe_lm_sampling_default()};
 }
