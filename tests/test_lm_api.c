@@ -367,6 +367,7 @@ static void info_tokenize_and_chat_say_what_the_model_is(void **st) {
     int32_t stops[4];
     assert_int_equal(fe_lm_model_stop_tokens(model, stops, 4), 1);
     assert_int_equal(stops[0], 257); /* <|im_end|> ends a turn */
+    assert_int_equal(fe_lm_model_stop_tokens(model, NULL, 4), 1);
     fe_lm_message msgs[] = {{"system", "S"}, {"user", "hi"}, {"assistant", "yo"}, {"user", "q"}};
     char *text;
     assert_int_equal(fe_lm_chat_apply(model, msgs, 4, true, &text), FE_OK);

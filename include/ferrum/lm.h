@@ -172,7 +172,8 @@ typedef struct fe_lm_message {
 FE_API fe_status fe_lm_chat_apply(fe_lm_model *m, const fe_lm_message *msgs, int n,
                                   bool add_generation_prompt, char **text);
 /* The tokens that end generation: the EOS id(s), and the chat format's end-of-turn token
- * (<|im_end|>, <|eot_id|>) when the tokenizer has it. Writes up to cap, returns the count. */
+ * (<|im_end|>, <|eot_id|>) when the tokenizer has it; none without a tokenizer. Writes up to
+ * cap and returns how many it wrote; with out NULL, returns how many there are. */
 FE_API int fe_lm_model_stop_tokens(const fe_lm_model *m, int32_t *out, int cap);
 
 /* ---- sessions ---- */

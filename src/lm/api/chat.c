@@ -110,19 +110,23 @@ fe_status fe_lm_chat_apply(fe_lm_model *m, const fe_lm_message *msgs, int n,
     return st;
 }
 
-static int add_unique(int32_t *out, int n, int cap, int32_t id) {
+static int add_unique(int32_t *ids, int n, int32_t id) {
     if (id < 0) return n;
-    for (int i = 0; i < n && i < cap; i++)
-        if (out[i] == id) return n;
-    if (n < cap) out[n] = id;
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id) return n;
+    ids[n] = id;
     return n + 1;
 }
 
 int fe_lm_model_stop_tokens(const fe_lm_model *m, int32_t *out, int cap) {
     if (!m || !m->tok) return 0; /* no tokenizer: ids only, nothing ends the text */
-    int n = add_unique(out, 0, cap, fe_tokenizer_eos(m->tok));
-    for (int i = 0; i < m->cfg.n_eos; i++) n = add_unique(out, n, cap, m->cfg.eos_ids[i]);
+    int32_t ids[FE_LM_MAX_EOS + 2];
+    int n = add_unique(ids, 0, fe_tokenizer_eos(m->tok));
+    for (int i = 0; i < m->cfg.n_eos; i++) n = add_unique(ids, n, m->cfg.eos_ids[i]);
     const char *end = fe_chat_end_marker(m->chat.format);
-    if (end) n = add_unique(out, n, cap, fe_tokenizer_find(m->tok, end, strlen(end)));
-    return n < cap ? n : cap;
+    if (end) n = add_unique(ids, n, fe_tokenizer_find(m->tok, end, strlen(end)));
+    if (!out) return n;
+    if (n > cap) n = cap > 0 ? cap : 0;
+    memcpy(out, ids, (size_t)n * sizeof *ids);
+    return n;
 }
