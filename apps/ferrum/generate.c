@@ -107,7 +107,6 @@ static int make_prompt(gen_run *r) {
     const gen_args *a = r->a;
     const char *text = a->prompt ? a->prompt : a->prompt_text;
     char *read = NULL;
-    errno = 0;
     if (!text && a->prompt_file && !(text = read = read_file(a->prompt_file)))
         return fail(r->io, a->prompt_file, errno ? strerror(errno) : "cannot be read");
     if (text) {
