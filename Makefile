@@ -7,7 +7,9 @@
 # x86-64 and picks kernels at run time (cpuid), so a build made on an AVX-512 machine runs,
 # slower, on one without it.
 #
-#   make            libferrum.a, libferrum.so and the ferrum CLI
+#   make            libferrum.a, libferrum.so (libferrum.so.0.1.0, soname libferrum.so.0) and the ferrum CLI
+#   make install    headers, libraries and ferrum.pc under $(DESTDIR)$(PREFIX) (default /usr/local)
+#   make examples   installs into $(BUILD)/install and builds examples/ against it with pkg-config
 #   make test       installs what is missing, builds, runs the default test suite
 #   make test-extensive   the suite plus the cases marked extensive
 #   make bench      builds and runs the benchmarks (prints the machine beside the numbers)
@@ -48,10 +50,19 @@ FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 
 SETUP_STAMP := $(BUILD)/.setup-done
 
+# the library's version is FE_VERSION in ferrum/core.h; the soname carries its major number
+VERSION := $(shell sed -n 's/^\#define FE_VERSION "\(.*\)"/\1/p' include/ferrum/core.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libferrum.so.$(SOMAJOR)
+PREFIX  ?= /usr/local
+DESTDIR ?=
+EXAMPLE_SRC := $(wildcard examples/*.c)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+
 # keep objects between runs (test binaries are built from intermediates)
 .SECONDARY:
 
-.PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup
+.PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup install examples
 all: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(BUILD)/ferrum
 
 # scripts/setup installs missing Debian packages and fetches the default model (scripts/fetch-model);
@@ -82,8 +93,39 @@ $(BUILD)/libferrum.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libferrum.so: $(LIB_OBJ)
-	$(CC) -shared $(SAN) -o $@ $^ $(LDLIBS)
+$(BUILD)/libferrum.so.$(VERSION): $(LIB_OBJ)
+	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+$(BUILD)/libferrum.so: $(BUILD)/libferrum.so.$(VERSION)
+	ln -sf libferrum.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf libferrum.so.$(VERSION) $@
+
+$(BUILD)/ferrum.pc: ferrum.pc.in include/ferrum/core.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# PREFIX is written into ferrum.pc, so the .pc is made again for each install
+install: $(BUILD)/libferrum.a $(BUILD)/libferrum.so
+	@rm -f $(BUILD)/ferrum.pc
+	$(MAKE) --no-print-directory $(BUILD)/ferrum.pc PREFIX=$(PREFIX)
+	install -d $(DESTDIR)$(PREFIX)/include/ferrum $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/ferrum/*.h $(DESTDIR)$(PREFIX)/include/ferrum/
+	install -m 644 $(BUILD)/libferrum.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libferrum.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libferrum.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf libferrum.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferrum.so
+	install -m 644 $(BUILD)/ferrum.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferrum.pc
+
+# The examples build as a user's program would: against an installed ferrum, through
+# pkg-config only (the rpath lets them run from the build tree).
+EXAMPLE_PREFIX = $(abspath $(BUILD)/install)
+$(BUILD)/install/.done: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(wildcard include/ferrum/*.h) ferrum.pc.in
+	$(MAKE) --no-print-directory install PREFIX=$(EXAMPLE_PREFIX) DESTDIR=
+	@touch $@
+$(BUILD)/examples/%: examples/%.c $(BUILD)/install/.done
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(OPT) -Wall -Wextra -Wpedantic -Werror -o $@ $< \
+	  $$(PKG_CONFIG_PATH=$(EXAMPLE_PREFIX)/lib/pkgconfig pkg-config --cflags --libs ferrum) \
+	  -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
+examples: $(EXAMPLE_BIN)
 
 $(BUILD)/ferrum: $(APP_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $(APP_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
@@ -100,8 +142,8 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
 $(BUILD)/bench/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $< $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a $(LDLIBS) -lopenblas
 
-test: all $(TEST_BIN) fuzz-smoke
-	FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
+test: all $(TEST_BIN) examples fuzz-smoke
+	FERRUM_BIN=$(BUILD)/ferrum FERRUM_EXAMPLES=$(BUILD)/examples bash scripts/run-tests $(TEST_BIN) scripts/test-examples
 
 test-extensive: all $(TEST_BIN)
 	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)

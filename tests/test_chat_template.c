@@ -18,7 +18,6 @@
 
 #include "../apps/ferrum/cli.h"
 #include "core/alloc.h"
-#include "lm/tokenizer/bytelevel.h"
 #include "lm/tokenizer/chat_template.h"
 #include "lm/format/gguf.h"
 #include "lm/model/weights_safetensors_write.h"
@@ -292,28 +291,6 @@ static char out[1 << 14], errs[1 << 14];
 
 #define RUN(...) CLI_RUN_INTO(code, out, errs, __VA_ARGS__)
 
-/* A byte-level BPE tokenizer.json with the 256 byte tokens (ids 0..255), no merges, and
- * ChatML's two special tokens (256, 257) when chatml. */
-static void write_tokenizer(const char *dir, bool chatml) {
-    char *p = malloc(1 << 14);
-    size_t n = (size_t)sprintf(p, "{\"added_tokens\": [%s], \"normalizer\": null, \"pre_tokenizer\": "
-                                  "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-                                  "\"use_regex\": true}, \"model\": {\"type\": \"BPE\", \"vocab\": {",
-                               chatml ? "{\"id\": 256, \"content\": \"<|im_start|>\", \"special\": true}, "
-                                        "{\"id\": 257, \"content\": \"<|im_end|>\", \"special\": true}"
-                                      : "");
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b, e[8];
-        size_t k = fe_bytelevel_encode(&c, 1, e);
-        bool esc = k == 1 && (e[0] == '"' || e[0] == '\\');
-        n += (size_t)sprintf(p + n, "%s\"%s%.*s\": %d", b ? ", " : "", esc ? "\\" : "", (int)k, e, b);
-    }
-    n += (size_t)sprintf(p + n, "%s}, \"merges\": []}}",
-                         chatml ? ", \"<|im_start|>\": 256, \"<|im_end|>\": 257" : "");
-    assert_true(lmfix_write(dir, "tokenizer.json", p, n));
-    free(p);
-}
-
 static void write_config(const char *dir, const char *json) {
     assert_true(lmfix_write(dir, "tokenizer_config.json", json, strlen(json)));
 }
@@ -327,7 +304,7 @@ static void generate_chat_says_which_template_it_uses(void **s) {
     char dir[64];
     assert_true(lmfix_tmpdir(dir, sizeof dir));
     if (fe_llama_weights_write_safetensors(&w, dir, &err) != FE_OK) fail_msg("%s", err.message);
-    write_tokenizer(dir, true);
+    assert_true(lmfix_byte_tokenizer(dir, true, 0));
     /* no tokenizer_config.json: the tokenizer's special tokens decide */
     RUN("generate", dir, "--chat", "--prompt", "hi", "--num-tokens", "2");
     if (code != 0) fail_msg("%s", errs);
@@ -371,7 +348,7 @@ static void generate_chat_says_which_template_it_uses(void **s) {
     if (code != 0) fail_msg("%s", errs);
     assert_non_null(strstr(errs, "ignoring it"));
     /* a known template the tokenizer cannot encode */
-    write_tokenizer(dir, false);
+    assert_true(lmfix_byte_tokenizer(dir, false, 0));
     write_config(dir, "{\"chat_template\": \"<|start_header_id|><|end_header_id|><|eot_id|>\"}");
     RUN("generate", dir, "--chat", "--prompt", "hi", "--num-tokens", "2");
     if (code != 0) fail_msg("%s", errs);

@@ -18,7 +18,6 @@
 
 #include "../apps/ferrum/cli.h"
 #include "core/alloc.h"
-#include "lm/tokenizer/bytelevel.h"
 #include "lm/model/causal.h"
 #include "lm/eval/checks.h"
 #include "lm/eval/oracle.h"
@@ -493,23 +492,6 @@ static char *slurp(const char *dir, const char *name, size_t *n) {
     return p;
 }
 
-/* A byte-level BPE tokenizer.json with the 256 byte tokens (ids 0..255) and no merges. */
-static void write_byte_tokenizer(const char *dir) {
-    char *p = malloc(1 << 14);
-    size_t n = (size_t)sprintf(p, "{\"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": "
-                                  "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-                                  "\"use_regex\": true}, \"model\": {\"type\": \"BPE\", \"vocab\": {");
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b, e[8];
-        size_t k = fe_bytelevel_encode(&c, 1, e);
-        bool esc = k == 1 && (e[0] == '"' || e[0] == '\\');
-        n += (size_t)sprintf(p + n, "%s\"%s%.*s\": %d", b ? ", " : "", esc ? "\\" : "", (int)k, e, b);
-    }
-    n += (size_t)sprintf(p + n, "}, \"merges\": []}}");
-    assert_true(lmfix_write(dir, "tokenizer.json", p, n));
-    free(p);
-}
-
 static void generate_writes_and_runs_a_safetensors_folder(void **s) {
     (void)s;
     fe_lm_config c = tiny_llama_config(true, true);
@@ -542,7 +524,7 @@ static void generate_writes_and_runs_a_safetensors_folder(void **s) {
     RUN("generate", sub, "--prompt", "hi there", "--num-tokens", "3");
     assert_int_equal(code, 1);
     assert_non_null(strstr(errs, "needs a tokenizer"));
-    write_byte_tokenizer(sub);
+    assert_true(lmfix_byte_tokenizer(sub, false, 0));
     RUN("generate", sub, "--prompt", "hi there", "--num-tokens", "3");
     if (code != 0) fail_msg("%s", errs);
     assert_non_null(strstr(errs, "prompt 8 tokens")); /* one token a byte */

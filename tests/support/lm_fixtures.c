@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "lm/tokenizer/bytelevel.h"
+
 void lmfix_put(lmfix_buf *b, const void *src, size_t n) {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
@@ -302,4 +304,28 @@ const char *lmfix_need_smollm2(void) {
     if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
     print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
     return NULL;
+}
+
+bool lmfix_byte_tokenizer(const char *dir, bool chatml, int n_extra) {
+    char *p = malloc((size_t)(1 << 14) + (size_t)n_extra * 16);
+    if (!p) return false;
+    size_t n = (size_t)sprintf(p, "{\"added_tokens\": [%s], \"normalizer\": null, \"pre_tokenizer\": "
+                                  "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                                  "\"use_regex\": true}, \"model\": {\"type\": \"BPE\", \"vocab\": {",
+                               chatml ? "{\"id\": 256, \"content\": \"<|im_start|>\", \"special\": true}, "
+                                        "{\"id\": 257, \"content\": \"<|im_end|>\", \"special\": true}"
+                                      : "");
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b, e[8];
+        size_t k = fe_bytelevel_encode(&c, 1, e);
+        bool esc = k == 1 && (e[0] == '"' || e[0] == '\\');
+        n += (size_t)sprintf(p + n, "%s\"%s%.*s\": %d", b ? ", " : "", esc ? "\\" : "", (int)k, e, b);
+    }
+    if (chatml) n += (size_t)sprintf(p + n, ", \"<|im_start|>\": 256, \"<|im_end|>\": 257");
+    for (int i = 0, id = chatml ? 258 : 256; i < n_extra; i++, id++)
+        n += (size_t)sprintf(p + n, ", \"%c%c\": %d", 'a' + i / 10, '0' + i % 10, id);
+    n += (size_t)sprintf(p + n, "}, \"merges\": []}}");
+    bool ok = lmfix_write(dir, "tokenizer.json", p, n);
+    free(p);
+    return ok;
 }

@@ -93,6 +93,11 @@ void lmfix_safetensors(lmfix_buf *b, const lmfix_st_tensor *t, size_t n, size_t 
 bool lmfix_tmpdir(char *buf, size_t n);
 /* Writes a file dir/name. False on failure. */
 bool lmfix_write(const char *dir, const char *name, const void *p, size_t n);
+/* Writes dir/tokenizer.json: a byte-level BPE with the 256 byte tokens (ids 0..255, one token
+ * a byte, no merges), then, when chatml, <|im_start|> and <|im_end|> (256, 257, special),
+ * then n_extra two-character tokens "a0", "a1", ... "b0"... (no merge makes them), so a
+ * model's vocabulary can be covered. False on failure. */
+bool lmfix_byte_tokenizer(const char *dir, bool chatml, int n_extra);
 /* Removes the files in dir (one level) and dir. */
 void lmfix_rmtree(const char *dir);
 

@@ -23,7 +23,9 @@ struct fe_causal {
     int32_t *chunk;     /* (C) the prefill input */
     int32_t *history;   /* (max_seq_len) the tokens now in the caches */
     int64_t n_history;
+    int64_t reused;     /* rows the last prompt kept from the cache */
     int32_t last_token;
+    int32_t host_token; /* (1) the input of the host-token decode step */
     float *last_logits; /* (vocab) */
     fe_error err;
 };
@@ -34,6 +36,8 @@ fe_causal_options fe_causal_options_default(void) {
 
 const char *fe_causal_message(const fe_causal *m) { return m->err.message; }
 int64_t fe_causal_position(const fe_causal *m) { return m->n_history; }
+int64_t fe_causal_reused(const fe_causal *m) { return m->reused; }
+int64_t fe_causal_max_seq_len(const fe_causal *m) { return m->o.max_seq_len; }
 fe_graph *fe_causal_graph(fe_causal *m) { return m->g; }
 
 static fe_h apply(fe_trace *t, const char *op, fe_h a, fe_h b) {
@@ -129,11 +133,11 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     int64_t one = 1, hd = c->head_dim, S = m->o.max_seq_len;
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
-    bool decode = !fe_has_input(t, "tokens");
+    bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
     mm_mode mm = {decode, !decode && m->prefill_bf16, m->o.decode_dot != FE_DECODE_DOT_F32, c->rms_eps};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
-    fe_h ids = decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
+    fe_h ids = host_token ? fe_input(t, "token") : decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
     fe_val end = fe_val_sum(t, pos, n);
 
     fe_h x = fe_take(t, fe_weight(t, "embed"), ids); /* (C, hidden), first n rows */
@@ -341,6 +345,7 @@ fe_status fe_causal_prompt(fe_causal *m, const int32_t *tokens, int64_t n, const
     while (same < n && same < m->n_history && tokens[same] == m->history[same]) same++;
     if (same == n) same = n - 1; /* the last row must run again for its logits */
     int64_t start = same / m->o.chunk * m->o.chunk;
+    m->reused = start;
     for (int64_t pos = start; pos < n; pos += m->o.chunk) {
         int64_t rows = n - pos < m->o.chunk ? n - pos : m->o.chunk;
         fe_status st = prefill_call(m, tokens + pos, rows, pos);
@@ -382,6 +387,32 @@ fe_status fe_causal_decode(fe_causal *m, int n, fe_token_fn fn, void *user) {
     fe_word pos = {"position", m->n_history};
     fe_status st = fe_graph_loop(m->g, NULL, 0, &pos, 1, n, on_step, &c);
     return st == FE_OK ? FE_OK : fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
+}
+
+fe_status fe_causal_step(fe_causal *m, int32_t token, const float **logits, int32_t *next) {
+    fe_error_clear(&m->err);
+    if (m->n_history == 0)
+        return fe_error_set(&m->err, FE_E_STATE, "a step needs a prompt first (fe_causal_prompt)");
+    if (m->n_history >= m->o.max_seq_len)
+        return fe_error_set(&m->err, FE_E_BOUNDS, "the KV cache is full (%lld rows, max_seq_len); "
+                            "give a larger max_seq_len", (long long)m->o.max_seq_len);
+    if (token < 0 || token >= m->w->cfg.vocab)
+        return fe_error_set(&m->err, FE_E_BOUNDS, "token %d is outside the vocabulary of %lld",
+                            token, (long long)m->w->cfg.vocab);
+    m->host_token = token;
+    int64_t one = 1;
+    fe_named_tensor in = {"token", fe_tensor_contiguous(&m->host_token, FE_DTYPE_I32, 1, &one)};
+    fe_word pos = {"position", m->n_history};
+    fe_tensor outs[2];
+    int n_out = 0;
+    fe_status st = fe_graph_call(m->g, &in, 1, &pos, 1, outs, 2, &n_out);
+    if (st != FE_OK) return fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
+    memcpy(m->last_logits, outs[0].data, (size_t)m->w->cfg.vocab * sizeof(float));
+    m->last_token = *(const int32_t *)outs[1].data;
+    m->history[m->n_history++] = token;
+    if (logits) *logits = m->last_logits;
+    if (next) *next = m->last_token;
+    return FE_OK;
 }
 
 fe_status fe_causal_teacher_forced(fe_causal *m, const int32_t *tokens, int64_t n, float *out) {

@@ -54,12 +54,24 @@ fe_status fe_causal_prompt(fe_causal *m, const int32_t *tokens, int64_t n, const
 typedef int (*fe_token_fn)(void *user, int32_t token, const float *logits);
 fe_status fe_causal_decode(fe_causal *m, int n, fe_token_fn on_token, void *user);
 
+/* One decode step with a token the host chose (a host-side sampler's): the token goes into
+ * the caches at the next position and *logits (vocab floats, valid until the next call) are
+ * the logits after it; *next is the token the device drew after it, carried as after any
+ * call, so fe_causal_decode may go on from it. The same decode step as the device loop (its
+ * numbers are bit-identical), as a version with the token as input, compiled on first use.
+ * FE_E_STATE before a prompt, FE_E_BOUNDS when the cache is full or the token is outside
+ * the vocabulary. */
+fe_status fe_causal_step(fe_causal *m, int32_t token, const float **logits, int32_t *next);
+
 /* Teacher-forced logits: for each i, the logits after tokens[0..i], one decode-sized call a
  * position through the prefill version (bounded to one row). out is n * vocab floats. */
 fe_status fe_causal_teacher_forced(fe_causal *m, const int32_t *tokens, int64_t n, float *out);
 
 /* The sequence position the next token takes, and the model's graph (for stats, drawing). */
 int64_t fe_causal_position(const fe_causal *m);
+/* The cache rows the last fe_causal_prompt kept (did not run again), and the cache's rows. */
+int64_t fe_causal_reused(const fe_causal *m);
+int64_t fe_causal_max_seq_len(const fe_causal *m);
 fe_graph *fe_causal_graph(fe_causal *m);
 
 #endif

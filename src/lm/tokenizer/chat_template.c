@@ -191,25 +191,53 @@ fe_status fe_chat_template_from_gguf(const fe_gguf *g, fe_chat_template *out, fe
     return st == FE_OK ? fe_chat_template_recognize(s, n, out, err) : st;
 }
 
-fe_status fe_chat_template_apply(const fe_chat_template *t, const char *system, const char *user,
-                                 char **out, fe_error *err) {
+fe_status fe_chat_template_apply_messages(const fe_chat_template *t, const fe_chat_message *msgs,
+                                          int n, bool add_generation_prompt, char **out,
+                                          fe_error *err) {
     *out = NULL;
     if (t->format != FE_CHAT_CHATML && t->format != FE_CHAT_LLAMA3)
         return fe_error_set(err, FE_E_INVALID, "chat template: the format is unknown, so there "
                             "is nothing to format; use the prompt as it is");
+    if (n < 0 || (n && !msgs))
+        return fe_error_set(err, FE_E_INVALID, "chat template: %d messages; give 0 or more", n);
     const format_markers *m = &formats[t->format];
-    const char *nl = m->newlines == 2 ? "\n\n" : "\n", *sys = system ? system : t->default_system;
+    const char *nl = m->newlines == 2 ? "\n\n" : "\n";
     /* ChatML ends each turn with a newline after the marker; Llama 3 does not */
     const char *after = t->format == FE_CHAT_CHATML ? "\n" : "";
-    size_t cap = strlen(user) + (sys ? strlen(sys) : 0) + 256;
+    bool has_system = n > 0 && msgs[0].role && strcmp(msgs[0].role, "system") == 0;
+    const char *dflt = has_system ? NULL : t->default_system;
+    size_t cap = (dflt ? strlen(dflt) : 0) + 128;
+    for (int i = 0; i < n; i++) {
+        if (!msgs[i].role || !msgs[i].content)
+            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has no %s", i,
+                                msgs[i].role ? "content" : "role");
+        if (strcmp(msgs[i].role, "system") != 0 && strcmp(msgs[i].role, "user") != 0 &&
+            strcmp(msgs[i].role, "assistant") != 0)
+            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has role \"%s\"; "
+                                "give system, user or assistant", i, msgs[i].role);
+        cap += strlen(msgs[i].content) + 96;
+    }
     char *s = fe_malloc(cap);
     if (!s) return fe_error_set(err, FE_E_NOMEM, "chat template: out of memory");
-    int n = 0;
-    if (sys && *sys) n = snprintf(s, cap, "%s%s%s%s%s", m->system_head, nl, sys, m->end, after);
-    snprintf(s + n, cap - (size_t)n, "%s%s%s%s%s%s%s", m->user_head, nl, user, m->end, after,
-             m->assistant_head, nl);
+    size_t o = 0;
+    if (dflt && *dflt) o += (size_t)snprintf(s + o, cap - o, "%s%s%s%s%s", m->system_head, nl, dflt, m->end, after);
+    for (int i = 0; i < n; i++) {
+        const char *r = msgs[i].role;
+        const char *head = r[0] == 's' ? m->system_head : r[0] == 'u' ? m->user_head : m->assistant_head;
+        if (r[0] == 's' && !*msgs[i].content) continue; /* "" means no system prompt */
+        o += (size_t)snprintf(s + o, cap - o, "%s%s%s%s%s", head, nl, msgs[i].content, m->end, after);
+    }
+    if (add_generation_prompt) snprintf(s + o, cap - o, "%s%s", m->assistant_head, nl);
+    else s[o] = 0;
     *out = s;
     return FE_OK;
+}
+
+fe_status fe_chat_template_apply(const fe_chat_template *t, const char *system, const char *user,
+                                 char **out, fe_error *err) {
+    fe_chat_message msgs[2] = {{"system", system}, {"user", user}};
+    return system ? fe_chat_template_apply_messages(t, msgs, 2, true, out, err)
+                  : fe_chat_template_apply_messages(t, msgs + 1, 1, true, out, err);
 }
 
 void fe_chat_template_deinit(fe_chat_template *t) {

@@ -16,6 +16,7 @@
 #ifndef FE_LM_CHAT_TEMPLATE_H
 #define FE_LM_CHAT_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ferrum/core.h"
@@ -73,6 +74,19 @@ fe_status fe_chat_template_from_gguf(const struct fe_gguf *g, fe_chat_template *
  * FE_CHAT_UNKNOWN (nothing to format), FE_E_NOMEM. */
 fe_status fe_chat_template_apply(const fe_chat_template *t, const char *system, const char *user,
                                  char **out, fe_error *err);
+
+/* A conversation in template t's format: each message a turn (role "system", "user" or
+ * "assistant"; both strings borrowed for the call), then, when add_generation_prompt, the
+ * assistant's header, ready for its answer. Without a leading system message the template's
+ * default system prompt (if any) is written first; a system message with content "" means
+ * no system prompt at all. A new fe_malloc'd NUL-terminated string in *out. FE_E_INVALID for
+ * FE_CHAT_UNKNOWN or a message without a role or content, or with another role; FE_E_NOMEM. */
+typedef struct fe_chat_message {
+    const char *role, *content;
+} fe_chat_message;
+fe_status fe_chat_template_apply_messages(const fe_chat_template *t, const fe_chat_message *msgs,
+                                          int n, bool add_generation_prompt, char **out,
+                                          fe_error *err);
 
 /* Frees what the template owns and zeroes it. NULL allowed. */
 void fe_chat_template_deinit(fe_chat_template *t);

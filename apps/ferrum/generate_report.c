@@ -1,0 +1,132 @@
+/* apps/ferrum/generate_report.c: what `ferrum generate` says about a run (generate_report.h).
+ * The summary adds up: peak RSS is split into the weights' resident pages, the KV cache rows
+ * written (its pages are resident only as far as written), the graph's scratch, and the rest
+ * (code, tokenizer, heap) as the remainder. */
+#include "generate_report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
+static double mib(double bytes) { return bytes / 1048576; }
+
+int gen_report_keep(gen_run *r, int32_t tok, const char *text, size_t len) {
+    if (!r->a->json) return 0;
+    if (r->len + len + 1 > r->cap) {
+        size_t cap = 2 * (r->len + len) + 256;
+        char *b = realloc(r->text, cap);
+        if (!b) return 1;
+        r->text = b, r->cap = cap;
+    }
+    memcpy(r->text + r->len, text, len);
+    r->len += len;
+    r->text[r->len] = 0;
+    if (tok < 0) return 0;
+    if (r->n_out == r->cap_out) {
+        int64_t cap = 2 * r->cap_out + 64;
+        int32_t *o = realloc(r->out, (size_t)cap * sizeof *o);
+        if (!o) return 1;
+        r->out = o, r->cap_out = cap;
+    }
+    r->out[r->n_out++] = tok;
+    return 0;
+}
+
+/* s[0..n) as a JSON string (the text is whole UTF-8: bytes >= 0x80 go as they are) */
+static void json_string(FILE *f, const char *s, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static double decode_rate(const fe_lm_generate_result *g) {
+    return g->generated_tokens > 1 && g->decode_seconds > 0 ? (double)(g->generated_tokens - 1) / g->decode_seconds : 0;
+}
+
+int gen_report_json(gen_run *r) {
+    FILE *f = r->io->out;
+    const fe_lm_generate_result *g = &r->res;
+    fputs("{\"text\": ", f);
+    json_string(f, r->text ? r->text : "", r->len);
+    fputs(", \"ids\": [", f);
+    for (int64_t i = 0; i < r->n_out; i++) fprintf(f, "%s%d", i ? ", " : "", r->out[i]);
+    fprintf(f, "], \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
+            "\"seed\": %llu, \"load_seconds\": %.6f, \"prefill_seconds\": %.6f, "
+            "\"first_token_seconds\": %.6f, \"decode_seconds\": %.6f, "
+            "\"decode_tokens_per_second\": %.3f}\n", (long long)g->prompt_tokens,
+            (long long)g->generated_tokens, fe_lm_stop_reason_name(g->stop_reason),
+            (unsigned long long)r->sampling.seed, (double)(r->t_start - r->t0) / 1e9,
+            g->prefill_seconds, g->first_token_seconds, g->decode_seconds, decode_rate(g));
+    if (fflush(f) != 0 || ferror(f)) {
+        fprintf(r->io->err, "ferrum generate: writing the output: %s\n", strerror(errno ? errno : EIO));
+        return 1;
+    }
+    return 0;
+}
+
+void gen_report_summary(const gen_run *r) {
+    FILE *f = r->io->err;
+    const fe_lm_generate_result *g = &r->res;
+    fprintf(f, "ferrum: load %.2f s | prompt %lld token%s in %.3f s", (double)(r->t_start - r->t0) / 1e9,
+            (long long)g->prompt_tokens, plural(g->prompt_tokens), g->prefill_seconds);
+    if (g->prompt_tokens >= 8) /* fewer is too short a run for a rate */
+        fprintf(f, " (%.0f tok/s)", (double)g->prompt_tokens / g->prefill_seconds);
+    fprintf(f, " | %lld token%s generated (stop: %s)", (long long)g->generated_tokens,
+            plural(g->generated_tokens), fe_lm_stop_reason_name(g->stop_reason));
+    if (g->generated_tokens >= 1) fprintf(f, ", the first %.3f s after the start", g->first_token_seconds);
+    if (g->generated_tokens >= 2)
+        fprintf(f, ", %lld more in %.2f s (%.2f tok/s)", (long long)g->generated_tokens - 1,
+                g->decode_seconds, decode_rate(g));
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double peak = (double)ru.ru_maxrss * 1024;
+    double resident = (double)fe_lm_model_resident_bytes(r->m);
+    int64_t rows = fe_lm_session_position(r->s), all = fe_lm_session_max_seq_len(r->s);
+    double kv = (double)fe_lm_session_kv_bytes(r->s), written = all ? kv * (double)rows / (double)all : 0;
+    double arena = (double)fe_graph_get_stats(fe_lm_session_graph(r->s)).arena_bytes;
+    double scratch = arena > kv ? arena - kv : 0, rest = peak - resident - written - scratch;
+    fprintf(f, " | peak RSS %.1f MiB = weights %.1f MiB resident (of %.1f MiB %s) + KV cache "
+            "%.1f MiB written (%lld of %lld rows; %.1f MiB reserved) + graph scratch %.1f MiB + "
+            "the rest %.1f MiB (code, tokenizer, heap)\n", mib(peak), mib(resident),
+            mib((double)r->info.weight_bytes), r->info.weights_mapped ? "mapped" : "in memory",
+            mib(written), (long long)rows, (long long)all, mib(kv), mib(scratch), mib(rest > 0 ? rest : 0));
+}
+
+void gen_report_accuracy(gen_run *r) {
+    int64_t n = r->n_ids < 64 ? r->n_ids : 64;
+    fe_lm_accuracy k;
+    if (fe_lm_session_check_accuracy(r->s, r->ids, n, &k) != FE_OK) {
+        fprintf(r->io->err, "check-accuracy: %s\n", fe_lm_session_message(r->s));
+        return;
+    }
+    fprintf(r->io->err, "check-accuracy: %lld position%s teacher-forced against the float32 oracle: "
+            "KL mean %.3g p90 %.3g max %.3g, top-1 mismatches %d/%lld, max |dlogit| %.3g "
+            "(logit spread %.3g)\n", (long long)n, plural(n), k.kl_mean, k.kl_p90, k.kl_max,
+            k.top1_mismatches, (long long)n, k.max_abs_diff, k.spread);
+}
+
+void gen_report_determinism(gen_run *r) {
+    int differing = 0, runs = (int)r->a->check_determinism;
+    if (fe_lm_session_check_determinism(r->s, r->ids, r->n_ids, runs, &differing) != FE_OK) {
+        fprintf(r->io->err, "check-determinism: %s\n", fe_lm_session_message(r->s));
+        return;
+    }
+    fprintf(r->io->err, "check-determinism: differing runs %d/%d (two prompts alternated, logits "
+            "compared as bytes)\n", differing, runs);
+}
+
+void gen_report_deinit(gen_run *r) {
+    free(r->text);
+    free(r->out);
+    r->text = NULL, r->out = NULL;
+}
