@@ -8,6 +8,8 @@
 #ifndef FERRUM_OPS_H
 #define FERRUM_OPS_H
 
+#include <stdio.h>
+
 #include "ferrum/core.h"
 #include "ferrum/device.h"
 
@@ -56,6 +58,9 @@ FE_API const fe_op *fe_op_at(int i);
 FE_API const fe_op *fe_op_find(const char *name);
 FE_API const char *fe_op_name(const fe_op *op);
 FE_API const char *fe_op_summary(const fe_op *op);
+/* Writes op's declaration to f as text, several lines: operands, params, tunables with their
+ * search domains, per-call values, kernels and tolerance (what `ferrum ops` prints). */
+FE_API void fe_op_describe(const fe_op *op, FILE *f);
 
 typedef struct fe_op_request {
     const char *op;              /* registry name, e.g. "Softmax" */
