@@ -98,10 +98,14 @@ fe_status fe_graph_dot(const fe_graph *g, FILE *f) {
         for (int k = 0; e.writer && e.from && k < n_slots; k++) e.writer[k] = e.from[k] = -1;
         fprintf(f, "  subgraph cluster_v%d {\n    label=\"version %d: %d steps, %s, scratch %zu bytes\";\n",
                 vi, vi, v->n_steps, v->each_step ? "each_step" : "fused", v->scratch_bytes);
-        for (int r = 0; r < fold.n_runs; r++)
-            fprintf(f, "    v%d_r%d [shape=box3d, label=\"layers %d..%d: same as layer %d\\n(%d steps "
-                    "each)\"];\n", vi, r, fold.runs[r].first, fold.runs[r].last, fold.runs[r].like,
-                    fold.runs[r].steps_each);
+        for (int r = 0; r < fold.n_runs; r++) {
+            const fe_fold_run *run = &fold.runs[r];
+            char which[48];
+            if (run->first == run->last) snprintf(which, sizeof which, "layer %d", run->first);
+            else snprintf(which, sizeof which, "layers %d..%d", run->first, run->last);
+            fprintf(f, "    v%d_r%d [shape=box3d, label=\"%s: same as layer %d\\n(%d steps%s)\"];\n",
+                    vi, r, which, run->like, run->steps_each, run->first == run->last ? "" : " each");
+        }
         for (int s = 0; s < t->n_steps; s++) {
             if (fold.run && fold.run[s] >= 0) continue;
             const fe_design *d = fe_kernel_design(v->kernels[s]);
