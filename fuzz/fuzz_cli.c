@@ -1,5 +1,6 @@
-/* fuzz/fuzz_cli.c: libFuzzer target for the command line. The input is split at NUL bytes
- * into up to 16 arguments; whatever they say, the CLI must answer with an exit code. */
+/* fuzz/fuzz_cli.c: libFuzzer target for the command line and its option parser (args.c). The
+ * input is split at NUL bytes into up to 16 arguments; whatever they say, the CLI must answer
+ * with an exit code. stdin is /dev/null, so `--prompt-file -` reads an empty prompt. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *sink;
-    if (!sink) sink = fopen("/dev/null", "w");
+    if (!sink) {
+        sink = fopen("/dev/null", "w");
+        if (!freopen("/dev/null", "r", stdin)) return 0;
+    }
     char buf[4096];
     if (size >= sizeof buf) size = sizeof buf - 1;
     memcpy(buf, data, size);

@@ -389,7 +389,9 @@ static void draw_model_compiles_the_graph_from_the_headers_alone(void **s) {
     char *dot = calloc(1, 1 << 20);
     assert_true(fread(dot, 1, (1 << 20) - 1, f) > 0);
     fclose(f);
-    assert_non_null(strstr(dot, "weight layers.1.w_down"));
+    /* every layer: layer 0 drawn, layer 1 (its repeat) folded into one node */
+    assert_non_null(strstr(dot, "weight layers.0.w_down"));
+    assert_non_null(strstr(dot, "layer 1: same as layer 0"));
     assert_non_null(strstr(dot, "version 1")); /* both versions: prefill chunk and decode step */
     free(dot);
     const char *bad[] = {"ferrum", "draw", "--model", dir, "chain"};
