@@ -12,7 +12,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"generate", "generate text from a Llama-family model (GGUF, or random weights)", fe_cmd_generate},
+    {"generate", "generate text from a Llama-family model (GGUF, safetensors, or random weights)", fe_cmd_generate},
+    {"info", "what a model is: format, dtypes, shapes, tokenizer, chat template (reads no weights)", fe_cmd_info},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };

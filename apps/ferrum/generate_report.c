@@ -34,21 +34,6 @@ int gen_report_keep(gen_run *r, int32_t tok, const char *text, size_t len) {
     return 0;
 }
 
-/* s[0..n) as a JSON string (the text is whole UTF-8: bytes >= 0x80 go as they are) */
-static void json_string(FILE *f, const char *s, size_t n) {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static double decode_rate(const fe_lm_generate_result *g) {
     return g->generated_tokens > 1 && g->decode_seconds > 0 ? (double)(g->generated_tokens - 1) / g->decode_seconds : 0;
 }
@@ -57,7 +42,7 @@ int gen_report_json(gen_run *r) {
     FILE *f = r->io->out;
     const fe_lm_generate_result *g = &r->res;
     fputs("{\"text\": ", f);
-    json_string(f, r->text ? r->text : "", r->len);
+    cli_json_string(f, r->text ? r->text : "", r->len);
     fputs(", \"ids\": [", f);
     for (int64_t i = 0; i < r->n_out; i++) fprintf(f, "%s%d", i ? ", " : "", r->out[i]);
     fprintf(f, "], \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
@@ -67,11 +52,7 @@ int gen_report_json(gen_run *r) {
             (long long)g->generated_tokens, fe_lm_stop_reason_name(g->stop_reason),
             (unsigned long long)r->sampling.seed, (double)(r->t_start - r->t0) / 1e9,
             g->prefill_seconds, g->first_token_seconds, g->decode_seconds, decode_rate(g));
-    if (fflush(f) != 0 || ferror(f)) {
-        fprintf(r->io->err, "ferrum generate: writing the output: %s\n", strerror(errno ? errno : EIO));
-        return 1;
-    }
-    return 0;
+    return cli_flush_out(r->io, "generate");
 }
 
 void gen_report_summary(const gen_run *r) {
