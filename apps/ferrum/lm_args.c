@@ -161,6 +161,10 @@ int cli_read_text(const char *path, FILE *in, const char *cmd, const char *opt, 
                   FILE *err) {
     *text = NULL;
     bool std_in = strcmp(path, "-") == 0;
+    if (std_in && !in) { /* an empty input (fe_cli_io) */
+        *text = calloc(1, 1);
+        return *text ? FE_EXIT_OK : cli_refuse(err, cmd, "%s -: out of memory", opt);
+    }
     struct stat sb;
     if (!std_in && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return cli_refuse(err, cmd, "%s %s is a directory; give a text file (or - for stdin)", opt, path);
