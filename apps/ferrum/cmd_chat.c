@@ -68,8 +68,7 @@ typedef struct chat {
     fe_lm_session *s;
     fe_lm_message *msgs;
     int n, cap;
-    char *answer; /* the answer streaming in */
-    size_t len, acap;
+    cli_text answer; /* the answer streaming in */
     int write_errno; /* a write to stdout failed */
     int64_t context; /* the model's */
 } chat;
@@ -97,14 +96,7 @@ static void truncate_to(chat *c, int keep) {
 static int on_token(void *user, int32_t tok, const char *text, size_t len) {
     chat *c = user;
     (void)tok;
-    if (c->len + len + 1 > c->acap) {
-        size_t cap = 2 * (c->len + len) + 256;
-        char *b = realloc(c->answer, cap);
-        if (!b) return 1;
-        c->answer = b, c->acap = cap;
-    }
-    memcpy(c->answer + c->len, text, len);
-    c->len += len;
+    if (cli_text_append(&c->answer, text, len) != 0) return 1;
     fwrite(text, 1, len, c->io->out);
     if (fflush(c->io->out) != 0 || ferror(c->io->out)) {
         c->write_errno = errno ? errno : EIO;
@@ -153,7 +145,7 @@ static int exchange(chat *c, const char *line) {
     fe_lm_stop stop = fe_lm_stop_default();
     stop.max_tokens = c->a->num_tokens;
     fe_lm_generate_result g;
-    c->len = 0;
+    c->answer.len = 0;
     if (fe_lm_session_generate(c->s, ids, (int64_t)n, &c->a->sampling, &stop, on_token, c, &g) != FE_OK) {
         code = cli_fail(c->io->err, "chat", "", fe_lm_session_message(c->s));
         goto done;
@@ -164,7 +156,7 @@ static int exchange(chat *c, const char *line) {
     }
     fputc('\n', c->io->out);
     if ((code = cli_flush_out(c->io, "chat")) != FE_EXIT_OK) goto done;
-    if (push(c, "assistant", c->answer ? c->answer : "", c->len) != 0) {
+    if (push(c, "assistant", c->answer.p ? c->answer.p : "", c->answer.len) != 0) {
         code = cli_fail(c->io->err, "chat", "out of memory", "");
         goto done;
     }
@@ -248,13 +240,10 @@ int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io) {
     arg_spec sp = {.cmd = "chat", .synopsis = synopsis, .opts = t, .n_opts = chat_options(&a, t),
                    .max_positional = 1, .positional_what = "MODEL"};
     const char *pos[1] = {NULL};
-    arg_result r = {.positional = pos};
-    int code = args_parse(&sp, argc, argv, &r, io->err);
-    if (code == FE_EXIT_OK && r.help) {
-        args_usage(&sp, io->out);
-        return cli_flush_out(io, "chat");
-    }
-    if (code == FE_EXIT_OK) code = model_args_settle(&a.open, pos[0], "chat", io->err);
+    bool help;
+    int code = cli_parse(&sp, argc, argv, pos, io, &help);
+    if (code != FE_EXIT_OK || help) return code;
+    code = model_args_settle(&a.open, pos[0], "chat", io->err);
     if (code == FE_EXIT_OK && a.open.random_weights && !a.open.tokenizer)
         code = cli_refuse(io->err, "chat", "random weights come without a tokenizer; give "
                           "--tokenizer tokenizer.json (one with a chat template ferrum knows)");
@@ -267,7 +256,7 @@ int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io) {
     if (code == FE_EXIT_OK) code = repl(&c);
     truncate_to(&c, 0);
     free(c.msgs);
-    free(c.answer);
+    free(c.answer.p);
     fe_lm_session_destroy(c.s);
     fe_lm_model_close(c.m);
     return code;

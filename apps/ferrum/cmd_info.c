@@ -124,13 +124,10 @@ int fe_cmd_info(int argc, char **argv, const fe_cli_io *io) {
     arg_spec sp = {.cmd = "info", .synopsis = synopsis, .opts = t, .n_opts = n,
                    .max_positional = 1, .positional_what = "MODEL"};
     const char *pos[1] = {NULL};
-    arg_result r = {.positional = pos};
-    int code = args_parse(&sp, argc, argv, &r, io->err);
-    if (code == FE_EXIT_OK && r.help) {
-        args_usage(&sp, io->out);
-        return cli_flush_out(io, "info");
-    }
-    if (code == FE_EXIT_OK) code = model_args_settle(&ma, pos[0], "info", io->err);
+    bool help;
+    int code = cli_parse(&sp, argc, argv, pos, io, &help);
+    if (code != FE_EXIT_OK || help) return code;
+    code = model_args_settle(&ma, pos[0], "info", io->err);
     fe_lm_model *m = NULL;
     if (code == FE_EXIT_OK) code = model_open(&ma, true, "info", io, &m);
     if (code != FE_EXIT_OK) return code;

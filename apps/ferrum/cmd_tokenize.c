@@ -67,34 +67,11 @@ static int check(const tok_args *a, FILE *err) {
     return FE_EXIT_OK;
 }
 
-/* "1,2,3" into ids[0..*n) (malloc'd), each inside the vocabulary */
-static int parse_ids(const char *s, int64_t vocab, int32_t **ids, size_t *n, FILE *err) {
-    *n = 0;
-    *ids = malloc((strlen(s) / 2 + 1) * sizeof **ids);
-    if (!*ids) return cli_fail(err, "tokenize", "out of memory", "");
-    for (const char *p = s; *p;) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || errno || (*end && *end != ',')) {
-            return cli_refuse(err, "tokenize", "--detokenize \"%s\": \"%.*s\" is not an id; give "
-                              "comma-separated ids (1,2,3)", s, (int)strcspn(p, ","), p);
-        }
-        if (v < 0 || v >= vocab)
-            return cli_refuse(err, "tokenize", "--detokenize: id %lld is outside the vocabulary "
-                              "of %lld; give ids in 0..%lld", v, (long long)vocab,
-                              (long long)vocab - 1);
-        (*ids)[(*n)++] = (int32_t)v;
-        p = *end ? end + 1 : end;
-    }
-    return FE_EXIT_OK;
-}
-
 static int detokenize(fe_lm_model *m, const tok_args *a, const fe_lm_model_info *in,
                       const fe_cli_io *io) {
     int32_t *ids;
     size_t n;
-    int code = parse_ids(a->detokenize, in->vocab, &ids, &n, io->err);
+    int code = cli_parse_ids(a->detokenize, in->vocab, "tokenize", "--detokenize", &ids, &n, io->err);
     char *text = NULL;
     size_t len = 0;
     if (code == FE_EXIT_OK && fe_lm_detokenize(m, ids, n, &text, &len) != FE_OK)
@@ -171,18 +148,15 @@ int fe_cmd_tokenize(int argc, char **argv, const fe_cli_io *io) {
                    .n_opts = tokenize_options(&a, t), .max_positional = 2,
                    .positional_what = "MODEL and TEXT"};
     const char *pos[2] = {NULL, NULL};
-    arg_result r = {.positional = pos};
-    int code = args_parse(&sp, argc, argv, &r, io->err);
-    if (code == FE_EXIT_OK && r.help) {
-        args_usage(&sp, io->out);
-        return cli_flush_out(io, "tokenize");
-    }
+    bool help;
+    int code = cli_parse(&sp, argc, argv, pos, io, &help);
+    if (code != FE_EXIT_OK || help) return code;
     /* with -m, the one positional is the TEXT */
     const char *model = a.open.model_opt ? NULL : pos[0];
     a.text = a.open.model_opt ? pos[0] : pos[1];
-    if (code == FE_EXIT_OK && a.open.model_opt && pos[1])
+    if (a.open.model_opt && pos[1])
         return cli_refuse(io->err, "tokenize", "a second TEXT \"%s\" (-m gives the MODEL); give one", pos[1]);
-    if (code == FE_EXIT_OK) code = model_args_settle(&a.open, model, "tokenize", io->err);
+    code = model_args_settle(&a.open, model, "tokenize", io->err);
     if (code == FE_EXIT_OK) code = check(&a, io->err);
     fe_lm_model *m = NULL;
     if (code == FE_EXIT_OK) code = model_open(&a.open, true, "tokenize", io, &m);

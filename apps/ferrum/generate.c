@@ -24,26 +24,6 @@ static int load(gen_run *r) {
     return code;
 }
 
-static char *read_file(const char *path) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    for (size_t got; b && (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    bool bad = ferror(f);
-    if (f != stdin) fclose(f);
-    if (b) b[n] = '\0';
-    if (bad) free(b);
-    return bad ? NULL : b;
-}
-
 /* The text prompt in the chat template (when --chat and the model has one ferrum knows),
  * through the tokenizer. */
 static int text_prompt(gen_run *r, const char *raw) {
@@ -74,9 +54,12 @@ static int text_prompt(gen_run *r, const char *raw) {
 static int make_prompt(gen_run *r) {
     const gen_args *a = r->a;
     const char *text = a->prompt ? a->prompt : a->prompt_text;
-    char *read = NULL;
-    if (!text && a->prompt_file && !(text = read = read_file(a->prompt_file)))
-        return fail(r->io, a->prompt_file, errno ? strerror(errno) : "cannot be read");
+    char *read = NULL; /* the parser reads --prompt-file; a gen_args made by hand may not have */
+    if (!text && a->prompt_file) {
+        int code = cli_read_text(a->prompt_file, stdin, "generate", "--prompt-file", &read, r->io->err);
+        if (code != FE_EXIT_OK) return code;
+        text = read;
+    }
     if (text) {
         int code = text_prompt(r, text);
         free(read);
@@ -84,17 +67,11 @@ static int make_prompt(gen_run *r) {
     }
     r->ids_ours = true;
     if (a->prompt_ids) {
-        r->ids = malloc((strlen(a->prompt_ids) / 2 + 1) * sizeof *r->ids);
-        if (!r->ids) return fail(r->io, "out of memory", "");
-        for (const char *p = a->prompt_ids; *p;) {
-            char *end;
-            long v = strtol(p, &end, 10);
-            if (end == p || v < 0 || v >= r->info.vocab || (*end && *end != ','))
-                return fail(r->io, "--prompt-ids", "give comma-separated ids inside the vocabulary");
-            r->ids[r->n_ids++] = (int32_t)v;
-            p = *end ? end + 1 : end;
-        }
-        return r->n_ids ? FE_EXIT_OK : fail(r->io, "--prompt-ids", "give at least one id");
+        size_t n = 0;
+        int code = cli_parse_ids(a->prompt_ids, r->info.vocab, "generate", "--prompt-ids", &r->ids,
+                                 &n, r->io->err);
+        r->n_ids = (int64_t)n;
+        return code;
     }
     if (r->info.tokenizer && !a->prompt_len)
         return fail(r->io, "no prompt", "give --prompt, --prompt-file or --prompt-ids (or "

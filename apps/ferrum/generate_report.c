@@ -14,15 +14,7 @@ static double mib(double bytes) { return bytes / 1048576; }
 
 int gen_report_keep(gen_run *r, int32_t tok, const char *text, size_t len) {
     if (!r->a->json) return 0;
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = 2 * (r->len + len) + 256;
-        char *b = realloc(r->text, cap);
-        if (!b) return 1;
-        r->text = b, r->cap = cap;
-    }
-    memcpy(r->text + r->len, text, len);
-    r->len += len;
-    r->text[r->len] = 0;
+    if (cli_text_append(&r->text, text, len) != 0) return 1;
     if (tok < 0) return 0;
     if (r->n_out == r->cap_out) {
         int64_t cap = 2 * r->cap_out + 64;
@@ -42,7 +34,7 @@ int gen_report_json(gen_run *r) {
     FILE *f = r->io->out;
     const fe_lm_generate_result *g = &r->res;
     fputs("{\"text\": ", f);
-    cli_json_string(f, r->text ? r->text : "", r->len);
+    cli_json_string(f, r->text.p ? r->text.p : "", r->text.len);
     fputs(", \"ids\": [", f);
     for (int64_t i = 0; i < r->n_out; i++) fprintf(f, "%s%d", i ? ", " : "", r->out[i]);
     fprintf(f, "], \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
@@ -107,7 +99,7 @@ void gen_report_determinism(gen_run *r) {
 }
 
 void gen_report_deinit(gen_run *r) {
-    free(r->text);
+    free(r->text.p);
     free(r->out);
-    r->text = NULL, r->out = NULL;
+    r->text = (cli_text){0}, r->out = NULL;
 }

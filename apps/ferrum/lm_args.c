@@ -136,6 +136,60 @@ void sampling_choose_seed(fe_lm_sampling *s, bool seed_given, FILE *err) {
             (unsigned long long)s->seed);
 }
 
+int cli_parse(const arg_spec *sp, int argc, char **argv, const char **positional,
+              const fe_cli_io *io, bool *help) {
+    arg_result r = {.positional = positional};
+    int code = args_parse(sp, argc, argv, &r, io->err);
+    *help = code == FE_EXIT_OK && r.help;
+    if (!*help) return code;
+    args_usage(sp, io->out);
+    return cli_flush_out(io, sp->cmd);
+}
+
+int cli_parse_ids(const char *s, int64_t vocab, const char *cmd, const char *opt, int32_t **ids,
+                  size_t *n, FILE *err) {
+    *n = 0;
+    int32_t *out = malloc((strlen(s) / 2 + 1) * sizeof *out);
+    *ids = NULL;
+    if (!out) return cli_refuse(err, cmd, "%s: out of memory", opt);
+    for (const char *p = s; *p;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || (*end && *end != ',')) {
+            free(out);
+            return cli_refuse(err, cmd, "%s \"%s\": \"%.*s\" is not an id; give comma-separated "
+                              "ids (1,2,3)", opt, s, (int)strcspn(p, ","), p);
+        }
+        if (v < 0 || v >= vocab) {
+            free(out);
+            return cli_refuse(err, cmd, "%s: id %lld is outside the vocabulary of %lld; give ids "
+                              "in 0..%lld", opt, v, (long long)vocab, (long long)vocab - 1);
+        }
+        out[(*n)++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (!*n) {
+        free(out);
+        return cli_refuse(err, cmd, "%s is empty; give at least one id", opt);
+    }
+    *ids = out;
+    return FE_EXIT_OK;
+}
+
+int cli_text_append(cli_text *t, const char *s, size_t n) {
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = 2 * (t->len + n) + 256;
+        char *b = realloc(t->p, cap);
+        if (!b) return 1;
+        t->p = b, t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+    return 0;
+}
+
 int cli_refuse(FILE *err, const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

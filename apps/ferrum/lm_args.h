@@ -53,6 +53,13 @@ int sampling_options(fe_lm_sampling *s, int64_t *seed, arg_opt *t);
  * range) into s->seed and says it on err, so the run can be repeated. */
 void sampling_choose_seed(fe_lm_sampling *s, bool seed_given, FILE *err);
 
+/* Parses argv by sp (args_parse) into its table and positional[0..sp->max_positional).
+ * -h/--help: prints the usage on io->out and sets *help. Returns FE_EXIT_OK (go on unless
+ * *help), FE_EXIT_USAGE after saying what is wrong, or FE_EXIT_FAILURE when the help could
+ * not be written. */
+int cli_parse(const arg_spec *sp, int argc, char **argv, const char **positional,
+              const fe_cli_io *io, bool *help);
+
 /* "ferrum CMD: <message>" on err; returns FE_EXIT_USAGE. */
 __attribute__((format(printf, 3, 4)))
 int cli_refuse(FILE *err, const char *cmd, const char *fmt, ...);
@@ -65,6 +72,20 @@ int cli_flush_out(const fe_cli_io *io, const char *cmd);
  * ("--prompt-file"), the path and the fix. */
 int cli_read_text(const char *path, FILE *in, const char *cmd, const char *opt, char **text,
                   FILE *err);
+/* "1,2,3" (the value of option `opt`) into a new array ids[0..*n) (free()), each id inside
+ * the vocabulary, at least one. FE_EXIT_OK, or FE_EXIT_USAGE after a line naming cmd, opt, the
+ * id at fault and the fix (*ids NULL). */
+int cli_parse_ids(const char *s, int64_t vocab, const char *cmd, const char *opt, int32_t **ids,
+                  size_t *n, FILE *err);
+
+/* Text growing as it streams in: p[0..len) and a NUL (p NULL while empty); free(p). */
+typedef struct cli_text {
+    char *p;
+    size_t len, cap;
+} cli_text;
+/* Appends s[0..n). Nonzero when out of memory (t unchanged). */
+int cli_text_append(cli_text *t, const char *s, size_t n);
+
 /* s[0..n) as a JSON string: escapes as JSON wants, bytes that are not UTF-8 as U+FFFD. */
 void cli_json_string(FILE *f, const char *s, size_t n);
 /* s[0..n) quoted for a person: UTF-8 characters as they are; \", \\, \n, \r, \t; any other
