@@ -222,6 +222,24 @@ static void assert_unread_like(const fe_llama_weights *read, const fe_llama_weig
 /* Cuts path down to its first n bytes. */
 static void cut_file(const char *path, off_t n) { assert_int_equal(truncate(path, n), 0); }
 
+/* a model of random weights opened header-only (`ferrum info PRESET --random-weights`)
+ * draws nothing and has the shapes it would have drawn */
+static void unread_random_weights_have_the_drawn_shapes(void **s) {
+    (void)s;
+    for (int v = 0; v < 2; v++) {
+        fe_lm_config c = tiny_llama_config(v == 0, v == 1);
+        fe_dtype dt = v ? FE_DTYPE_F32 : FE_DTYPE_BF16;
+        fe_llama_weights w, u;
+        fe_error err = {0};
+        assert_int_equal(fe_llama_weights_random(&c, dt, 3, &w, &err), FE_OK);
+        assert_int_equal(fe_llama_weights_shapes(&c, dt, &u, &err), FE_OK);
+        assert_unread_like(&w, &u);
+        assert_int_equal(fe_llama_weights_bytes(&u), fe_llama_weights_bytes(&w));
+        fe_llama_weights_free(&w);
+        fe_llama_weights_free(&u);
+    }
+}
+
 static void unread_safetensors_weights_have_the_read_shapes_and_dtypes(void **s) {
     (void)s;
     for (int v = 0; v < 2; v++) {
@@ -426,6 +444,7 @@ int main(void) {
         cmocka_unit_test(gguf_header_only_opens_a_file_without_its_data),
         cmocka_unit_test(gguf_header_only_still_checks_offsets),
         cmocka_unit_test(safetensors_header_only_opens_a_file_without_its_data),
+        cmocka_unit_test(unread_random_weights_have_the_drawn_shapes),
         cmocka_unit_test(unread_safetensors_weights_have_the_read_shapes_and_dtypes),
         cmocka_unit_test(unread_smollm2_weights_match_the_read_ones),
         cmocka_unit_test(unread_weights_are_refused_by_what_reads_them),
