@@ -67,7 +67,7 @@ static int teardown(void **state) {
 
 static json_t *json_of_out(void) {
     json_error_t e;
-    json_t *j = json_loads(res.out, 0, &e);
+    json_t *j = json_loads(res.out, JSON_ALLOW_NUL, &e);
     if (!j) fail_msg("not JSON (%s): %s", e.text, res.out);
     return j;
 }

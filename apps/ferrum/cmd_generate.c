@@ -1,6 +1,7 @@
 /* apps/ferrum/cmd_generate.c: `ferrum generate`: its options as one table (args.h), checked
  * strictly and all before a weight is read (a bad value names the option, the value and its
- * range; --prompt-file is read here); the work is in generate.c. */
+ * range; --prompt-file is read here); the model, threads and sampling options are the ones
+ * every command shares (lm_args.h); the work is in generate.c. */
 #include "cmd_generate.h"
 
 #include <stdlib.h>
@@ -19,8 +20,6 @@ typedef struct gen_parse {
 
 #define INT(n, sh, mv, field, l, h, d, text) \
     {n, sh, ARG_INT, mv, text, d, .lo = l, .hi = h, .i = field}
-#define FLOAT(n, mv, field, l, h, open, d, text) \
-    {n, 0, ARG_FLOAT, mv, text, d, .flo = l, .fhi = h, .lo_open = open, .f = field}
 #define STRING(n, sh, mv, field, text) {n, sh, ARG_STRING, mv, text, NULL, .s = field}
 #define FLAG(n, field, text) {n, 0, ARG_FLAG, NULL, text, NULL, .flag = field}
 
