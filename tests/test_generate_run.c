@@ -62,7 +62,7 @@ static void slurp(FILE *f, char *buf, size_t n) {
 static void run_to(const gen_args *a, bool full) {
     FILE *o = full ? fopen("/dev/full", "w") : tmpfile(), *e = tmpfile();
     assert_non_null(o), assert_non_null(e);
-    fe_cli_io io = {o, e};
+    fe_cli_io io = {o, e, NULL};
     code = fe_generate_run(a, &io);
     if (full) fclose(o), out[0] = 0;
     else slurp(o, out, sizeof out);

@@ -393,7 +393,7 @@ static void draw_model_compiles_the_graph_from_the_headers_alone(void **s) {
     snprintf(file, sizeof file, "%s/model.safetensors", dir);
     cut_file(file, (off_t)data_at);
     FILE *o = tmpfile(), *e = tmpfile();
-    fe_cli_io io = {o, e};
+    fe_cli_io io = {o, e, NULL};
     const char *argv[] = {"ferrum", "draw", "--out", out, "--model", dir, "--max-seq-len", "64"};
     int code = fe_cli_main(8, (char **)argv, &io);
     char msg[4096] = "";
@@ -414,7 +414,7 @@ static void draw_model_compiles_the_graph_from_the_headers_alone(void **s) {
     free(dot);
     const char *bad[] = {"ferrum", "draw", "--model", dir, "chain"};
     o = tmpfile(), e = tmpfile();
-    io = (fe_cli_io){o, e};
+    io = (fe_cli_io){o, e, NULL};
     assert_int_equal(fe_cli_main(5, (char **)bad, &io), 2);
     fclose(o), fclose(e);
     lmfix_rmtree(out);
