@@ -62,7 +62,7 @@ EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 # keep objects between runs (test binaries are built from intermediates)
 .SECONDARY:
 
-.PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup install examples
+.PHONY: all test test-extensive bench asan ubsan fuzz fuzz-smoke run clean setup install examples FORCE
 all: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(BUILD)/ferrum
 
 # scripts/setup installs missing Debian packages and fetches the default model (scripts/fetch-model);
@@ -142,8 +142,17 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
 $(BUILD)/bench/bench_gemm: $(BUILD)/bench/bench_gemm.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $< $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a $(LDLIBS) -lopenblas
 
-test: all $(TEST_BIN) examples fuzz-smoke
-	FERRUM_BIN=$(BUILD)/ferrum FERRUM_EXAMPLES=$(BUILD)/examples bash scripts/run-tests $(TEST_BIN) scripts/test-examples
+# `make test` runs its steps with -j$(NPROC) whatever -j it was given (CI and new users type
+# plain `make test`): the build (library, CLI, tests, the examples against the installed
+# library, and the fuzzers with their instrumented library), then the fuzzers' smoke runs side
+# by side, then the test binaries side by side (scripts/run-tests shows each one's output
+# whole, in order).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+test: $(SETUP_STAMP)
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(TEST_BIN) $(FUZZ_BIN)
+	@$(MAKE) --no-print-directory examples
+	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-smoke
+	FERRUM_BIN=$(BUILD)/ferrum FERRUM_EXAMPLES=$(BUILD)/examples bash scripts/run-tests -j $(NPROC) $(TEST_BIN) scripts/test-examples
 
 test-extensive: all $(TEST_BIN)
 	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
@@ -158,22 +167,34 @@ ubsan:
 	$(MAKE) BUILD=build-ubsan OPT=-O1 SAN="-fsanitize=undefined -fno-sanitize-recover=all" test
 
 # libFuzzer needs clang; each target runs for a bounded number of inputs from its seed corpus.
+# One sub-make builds the instrumented library and an archive of the instrumented CLI objects
+# (all but main) that every fuzzer links, so no fuzzer recompiles apps/ (and no race under -j).
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 FUZZ_LIB := build-fuzz/lib/libferrum.a
+FUZZ_CLI_LIB := build-fuzz/lib/libferrum-cli.a
+FUZZ_STAMP := build-fuzz/lib/.built
+$(BUILD)/libferrum-cli.a: $(CLI_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 ifneq ($(BUILD),build-fuzz/lib)
-# one sub-make builds the instrumented library that every fuzzer links (no race under -j)
-$(FUZZ_LIB): $(LIB_SRC) $(shell find src include -name '*.h' -o -name '*.inc') | $(SETUP_STAMP)
-	$(MAKE) BUILD=build-fuzz/lib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" $(FUZZ_LIB)
+$(FUZZ_STAMP): $(LIB_SRC) $(APP_SRC) $(shell find src include apps -name '*.h' -o -name '*.inc') | $(SETUP_STAMP)
+	$(MAKE) BUILD=build-fuzz/lib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" \
+	  SETUP_STAMP=$(SETUP_STAMP) $(FUZZ_LIB) $(FUZZ_CLI_LIB)
+	@touch $@
 endif
-build-fuzz/%: fuzz/%.c $(FUZZ_LIB)
+build-fuzz/%: fuzz/%.c $(FUZZ_STAMP)
 	clang -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -Itests -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< $(filter-out apps/ferrum/main.c,$(APP_SRC)) $(FUZZ_LIB) $(LDLIBS)
-# A short run of every fuzzer over its seed corpus, part of `make test` (log in build-fuzz/).
-fuzz-smoke: $(FUZZ_BIN)
-	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
-	  if $$f -runs=2000 build-fuzz/corpus/$$n fuzz/corpus/$$n > build-fuzz/$$n.log 2>&1; \
+	  -o $@ $< $(FUZZ_CLI_LIB) $(FUZZ_LIB) $(LDLIBS)
+# A short run of every fuzzer over its seed corpus, part of `make test`: the runs go side by
+# side under -j, each with its log in build-fuzz/NAME.log; a failing one shows its log's tail.
+FUZZ_SMOKE := $(FUZZ_BIN:%=%.smoke)
+fuzz-smoke: $(FUZZ_SMOKE)
+build-fuzz/%.smoke: build-fuzz/% FORCE
+	@n=$*; mkdir -p build-fuzz/corpus/$$n; \
+	  if $< -runs=2000 build-fuzz/corpus/$$n fuzz/corpus/$$n > build-fuzz/$$n.log 2>&1; \
 	  then echo "fuzz $$n: 2000 inputs, no crash"; \
-	  else tail -30 build-fuzz/$$n.log; echo "fuzz $$n: FAILED (build-fuzz/$$n.log)"; exit 1; fi; done
+	  else tail -30 build-fuzz/$$n.log; echo "fuzz $$n: FAILED (build-fuzz/$$n.log)"; exit 1; fi
+FORCE:
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
 	  echo "== $$n"; $$f -runs=$${FUZZ_RUNS:-20000} build-fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done

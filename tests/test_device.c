@@ -1,10 +1,13 @@
 /* tests/test_device.c: the CPU device: features agree with the ISA chosen, the ISA cap and
- * worker count are honoured, bad options are refused with a message, and the pool runs
+ * worker count are honoured, bad options are refused with a message, FERRUM_WORKERS and
+ * FERRUM_ISA are honoured or refused naming the variable (never ignored), and the pool runs
  * steps on their width with a barrier between steps, over many dispatches. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -60,6 +63,76 @@ static void bad_options_are_refused(void **s) {
     o = (fe_device_options){.n_workers = 1, .max_isa = 7};
     assert_int_equal(fe_device_create(&o, &dev, &err), FE_E_INVALID);
     assert_non_null(strstr(err.message, "max_isa"));
+}
+
+/* Creates a default device with `var` set to `value`; the status, with the message in err. */
+static fe_status create_with_env(const char *var, const char *value, fe_error *err, int *workers,
+                                 fe_isa *isa) {
+    char *old = getenv(var) ? strdup(getenv(var)) : NULL;
+    setenv(var, value, 1);
+    fe_device_options o = fe_device_options_default();
+    o.pin = false;
+    fe_device *dev = NULL;
+    fe_status st = fe_device_create(&o, &dev, err);
+    if (old) setenv(var, old, 1);
+    else unsetenv(var);
+    free(old);
+    if (dev) {
+        *workers = fe_device_get_info(dev)->n_workers;
+        *isa = fe_device_get_info(dev)->isa;
+    }
+    fe_device_destroy(dev);
+    return st;
+}
+
+static void bad_environment_is_refused_naming_the_variable(void **s) {
+    (void)s;
+    fe_error err;
+    int workers = 0, cpus = fe_device_cpus_allowed();
+    fe_isa isa;
+    assert_true(cpus >= 1);
+    const char *bad_workers[] = {"abc", "0", "-3", "2x", "1000"};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(create_with_env("FERRUM_WORKERS", bad_workers[i], &err, &workers, &isa),
+                         FE_E_INVALID);
+        char want[64], range[32];
+        snprintf(want, sizeof want, "FERRUM_WORKERS=%s", bad_workers[i]);
+        snprintf(range, sizeof range, "1..%d", cpus);
+        if (!strstr(err.message, want) || !strstr(err.message, range))
+            fail_msg("FERRUM_WORKERS=%s: %s", bad_workers[i], err.message);
+    }
+    char more[16], want[64];
+    snprintf(more, sizeof more, "%d", cpus + 1);
+    snprintf(want, sizeof want, "more than the %d CPUs this process may use", cpus);
+    assert_int_equal(create_with_env("FERRUM_WORKERS", more, &err, &workers, &isa), FE_E_INVALID);
+    assert_non_null(strstr(err.message, want));
+    assert_int_equal(create_with_env("FERRUM_WORKERS", "1", &err, &workers, &isa), FE_OK);
+    assert_int_equal(workers, 1);
+    assert_int_equal(create_with_env("FERRUM_ISA", "bogus", &err, &workers, &isa), FE_E_INVALID);
+    assert_non_null(strstr(err.message, "FERRUM_ISA=bogus"));
+    assert_non_null(strstr(err.message, "scalar, avx2 or avx512"));
+    assert_int_equal(create_with_env("FERRUM_ISA", "scalar", &err, &workers, &isa), FE_OK);
+    assert_int_equal(isa, FE_ISA_SCALAR);
+    /* an ISA the CPU lacks, asked for by name, is refused rather than quietly capped */
+    fe_device *dev = NULL;
+    fe_device_options o = {.n_workers = 1, .max_isa = -1};
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    fe_isa best = fe_device_get_info(dev)->best_isa;
+    fe_device_destroy(dev);
+    if (best < FE_ISA_AVX512) {
+        assert_int_equal(create_with_env("FERRUM_ISA", "avx512", &err, &workers, &isa),
+                         FE_E_UNSUPPORTED);
+        assert_non_null(strstr(err.message, "FERRUM_ISA=avx512"));
+    }
+    /* a count given in the options is the caller's: the variable does not override it */
+    char *old = getenv("FERRUM_WORKERS") ? strdup(getenv("FERRUM_WORKERS")) : NULL;
+    setenv("FERRUM_WORKERS", "abc", 1);
+    o = (fe_device_options){.n_workers = 1, .max_isa = -1};
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    fe_device_destroy(dev);
+    if (old) setenv("FERRUM_WORKERS", old, 1);
+    else unsetenv("FERRUM_WORKERS");
+    free(old);
 }
 
 typedef struct {
@@ -123,6 +196,7 @@ int main(void) {
         cmocka_unit_test(features_agree_with_the_isa),
         cmocka_unit_test(isa_cap_and_workers_are_honoured),
         cmocka_unit_test(bad_options_are_refused),
+        cmocka_unit_test(bad_environment_is_refused_naming_the_variable),
         cmocka_unit_test(pool_runs_steps_on_their_width_with_barriers),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);

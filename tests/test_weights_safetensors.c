@@ -519,7 +519,7 @@ static void generate_writes_and_runs_a_safetensors_folder(void **s) {
     assert_non_null(strstr(errs, "top-1 mismatches 0/"));
     RUN("generate", sub, "--prompt-len", "6", "--chunk", "0");
     assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "--chunk 0 is not a valid value"));
+    assert_non_null(strstr(errs, "--chunk \"0\" is not valid; give an integer in 1..65536"));
     /* a text prompt needs a tokenizer: tokenizer.json beside the checkpoint is the one */
     RUN("generate", sub, "--prompt", "hi there", "--num-tokens", "3");
     assert_int_equal(code, 1);

@@ -222,6 +222,24 @@ static void assert_unread_like(const fe_llama_weights *read, const fe_llama_weig
 /* Cuts path down to its first n bytes. */
 static void cut_file(const char *path, off_t n) { assert_int_equal(truncate(path, n), 0); }
 
+/* a model of random weights opened header-only (`ferrum info PRESET --random-weights`)
+ * draws nothing and has the shapes it would have drawn */
+static void unread_random_weights_have_the_drawn_shapes(void **s) {
+    (void)s;
+    for (int v = 0; v < 2; v++) {
+        fe_lm_config c = tiny_llama_config(v == 0, v == 1);
+        fe_dtype dt = v ? FE_DTYPE_F32 : FE_DTYPE_BF16;
+        fe_llama_weights w, u;
+        fe_error err = {0};
+        assert_int_equal(fe_llama_weights_random(&c, dt, 3, &w, &err), FE_OK);
+        assert_int_equal(fe_llama_weights_shapes(&c, dt, &u, &err), FE_OK);
+        assert_unread_like(&w, &u);
+        assert_int_equal(fe_llama_weights_bytes(&u), fe_llama_weights_bytes(&w));
+        fe_llama_weights_free(&w);
+        fe_llama_weights_free(&u);
+    }
+}
+
 static void unread_safetensors_weights_have_the_read_shapes_and_dtypes(void **s) {
     (void)s;
     for (int v = 0; v < 2; v++) {
@@ -375,7 +393,7 @@ static void draw_model_compiles_the_graph_from_the_headers_alone(void **s) {
     snprintf(file, sizeof file, "%s/model.safetensors", dir);
     cut_file(file, (off_t)data_at);
     FILE *o = tmpfile(), *e = tmpfile();
-    fe_cli_io io = {o, e};
+    fe_cli_io io = {o, e, NULL};
     const char *argv[] = {"ferrum", "draw", "--out", out, "--model", dir, "--max-seq-len", "64"};
     int code = fe_cli_main(8, (char **)argv, &io);
     char msg[4096] = "";
@@ -389,12 +407,14 @@ static void draw_model_compiles_the_graph_from_the_headers_alone(void **s) {
     char *dot = calloc(1, 1 << 20);
     assert_true(fread(dot, 1, (1 << 20) - 1, f) > 0);
     fclose(f);
-    assert_non_null(strstr(dot, "weight layers.1.w_down"));
+    /* every layer: layer 0 drawn, layer 1 (its repeat) folded into one node */
+    assert_non_null(strstr(dot, "weight layers.0.w_down"));
+    assert_non_null(strstr(dot, "layer 1: same as layer 0"));
     assert_non_null(strstr(dot, "version 1")); /* both versions: prefill chunk and decode step */
     free(dot);
     const char *bad[] = {"ferrum", "draw", "--model", dir, "chain"};
     o = tmpfile(), e = tmpfile();
-    io = (fe_cli_io){o, e};
+    io = (fe_cli_io){o, e, NULL};
     assert_int_equal(fe_cli_main(5, (char **)bad, &io), 2);
     fclose(o), fclose(e);
     lmfix_rmtree(out);
@@ -424,6 +444,7 @@ int main(void) {
         cmocka_unit_test(gguf_header_only_opens_a_file_without_its_data),
         cmocka_unit_test(gguf_header_only_still_checks_offsets),
         cmocka_unit_test(safetensors_header_only_opens_a_file_without_its_data),
+        cmocka_unit_test(unread_random_weights_have_the_drawn_shapes),
         cmocka_unit_test(unread_safetensors_weights_have_the_read_shapes_and_dtypes),
         cmocka_unit_test(unread_smollm2_weights_match_the_read_ones),
         cmocka_unit_test(unread_weights_are_refused_by_what_reads_them),

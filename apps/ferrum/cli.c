@@ -12,7 +12,10 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"generate", "generate text from a Llama-family model (GGUF, or random weights)", fe_cmd_generate},
+    {"generate", "generate text from a Llama-family model (GGUF, safetensors, random)", fe_cmd_generate},
+    {"chat", "talk with a model, turn by turn, in its chat template", fe_cmd_chat},
+    {"info", "what a model is: format, dtypes, shapes, tokenizer, chat template", fe_cmd_info},
+    {"tokenize", "text to token ids and pieces, or ids back to text (--detokenize)", fe_cmd_tokenize},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "ferrum/graph.h"
 #include "lm/model/causal.h"
 #include "lm/model/checkpoint.h"
+#include "render.h"
 
 enum { EX_ROWS = 32, EX_COLS = 64, EX_CACHE = 128, EX_HQ = 4, EX_HKV = 2, EX_D = 32 };
 
@@ -58,20 +60,22 @@ static const example examples[] = {
 };
 enum { N_EXAMPLES = sizeof examples / sizeof examples[0] };
 
-static void draw_usage(FILE *f) {
-    fprintf(f, "usage: ferrum draw [--help] [--list] [--out DIR] [GRAPH...]\n"
-               "       ferrum draw [--out DIR] --model MODEL [--max-seq-len N]\n\n"
-               "Compiles built-in example graphs and writes DIR/GRAPH.dot (Graphviz), and\n"
-               "DIR/GRAPH.svg where Graphviz's `dot` is installed (Debian: graphviz).\n"
-               "With --model, compiles MODEL's causal LM (its prefill chunk and decode step)\n"
-               "from the checkpoint's headers alone, reading no weights, and writes\n"
-               "DIR/causal.dot. MODEL is a GGUF file or a Hugging Face checkpoint, as for\n"
-               "`ferrum generate`.\n\n"
-               "  --list           list the example graphs\n"
-               "  --out DIR        where to write (default: the current directory)\n"
-               "  --model MODEL    draw MODEL's graph instead of the examples\n"
-               "  --max-seq-len N  KV cache rows of the drawn model (default 256)\n");
-}
+static const char draw_synopsis[] =
+    "usage: ferrum draw [options] [GRAPH...]\n"
+    "       ferrum draw [options] --model MODEL\n\n"
+    "Compiles built-in example graphs and writes DIR/GRAPH.dot (Graphviz), and renders\n"
+    "DIR/GRAPH.svg where Graphviz's `dot` is installed (Debian: graphviz), for at most\n"
+    "--render-timeout seconds. With --model, compiles MODEL's causal LM (its prefill chunk\n"
+    "and decode step) from the checkpoint's headers alone, reading no weights, and writes\n"
+    "DIR/causal.dot: one layer drawn, the layers after it that repeat it drawn as one node.\n"
+    "MODEL is a GGUF file or a Hugging Face checkpoint, as for `ferrum generate`.\n";
+
+/* what to draw, and how */
+typedef struct draw_args {
+    const char *dir, *model;
+    int64_t max_seq_len, timeout_s;
+    bool list, no_render;
+} draw_args;
 
 static fe_device *draw_device(fe_error *err) {
     fe_device_options o = fe_device_options_default();
@@ -80,13 +84,15 @@ static fe_device *draw_device(fe_error *err) {
     return fe_device_create(&o, &dev, err) == FE_OK ? dev : NULL;
 }
 
-/* Writes g's DOT to dir/name.dot (and .svg where `dot` is installed). */
-static int write_dot(const fe_graph *g, const char *dir, const char *name, const fe_cli_io *io) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.dot", dir, name);
+/* Writes g's DOT to dir/name.dot, and renders it to dir/name.svg unless --no-render. */
+static int write_dot(const fe_graph *g, const draw_args *d, const char *name, const fe_cli_io *io) {
+    char path[1100], svg[1100];
+    snprintf(path, sizeof path, "%s/%s.dot", d->dir, name);
+    snprintf(svg, sizeof svg, "%s/%s.svg", d->dir, name);
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(io->err, "ferrum draw: cannot write %s; give a writable --out folder\n", path);
+        fprintf(io->err, "ferrum draw: cannot write %s: %s; give a writable --out folder\n", path,
+                strerror(errno));
         return FE_EXIT_FAILURE;
     }
     fe_status st = fe_graph_dot(g, f);
@@ -95,15 +101,10 @@ static int write_dot(const fe_graph *g, const char *dir, const char *name, const
         return FE_EXIT_FAILURE;
     }
     fprintf(io->out, "%s\n", path);
-    if (system("command -v dot >/dev/null 2>&1") == 0) {
-        char cmd[2200];
-        snprintf(cmd, sizeof cmd, "dot -Tsvg '%s/%s.dot' -o '%s/%s.svg'", dir, name, dir, name);
-        if (!strchr(dir, '\'') && system(cmd) == 0) fprintf(io->out, "%s/%s.svg\n", dir, name);
-    }
-    return FE_EXIT_OK;
+    return d->no_render ? FE_EXIT_OK : fe_render_svg(path, svg, (int)d->timeout_s, io);
 }
 
-static int draw_one(const example *ex, const char *dir, const fe_cli_io *io) {
+static int draw_one(const example *ex, const draw_args *d, const fe_cli_io *io) {
     fe_graph *g = NULL;
     fe_error err = {0};
     int code = FE_EXIT_FAILURE;
@@ -120,7 +121,7 @@ static int draw_one(const example *ex, const char *dir, const fe_cli_io *io) {
         fprintf(io->err, "ferrum draw: %s\n", fe_graph_message(g));
         goto done;
     }
-    code = write_dot(g, dir, ex->name, io);
+    code = write_dot(g, d, ex->name, io);
 done:
     fe_graph_destroy(g);
     fe_device_destroy(dev);
@@ -128,7 +129,8 @@ done:
 }
 
 /* The model's causal LM over its unread weights: traced and compiled, never called. */
-static int draw_model(const char *model, int64_t max_seq_len, const char *dir, const fe_cli_io *io) {
+static int draw_model(const draw_args *d, const fe_cli_io *io) {
+    const char *model = d->model;
     fe_gguf *gguf = NULL;
     fe_safetensors *st = NULL;
     fe_lm_config cfg;
@@ -138,7 +140,7 @@ static int draw_model(const char *model, int64_t max_seq_len, const char *dir, c
     int code = FE_EXIT_FAILURE;
     fe_device *dev = draw_device(&err);
     fe_causal_options o = fe_causal_options_default();
-    o.max_seq_len = max_seq_len;
+    o.max_seq_len = d->max_seq_len;
     if (!dev) {
         fprintf(io->err, "ferrum draw: %s\n", err.message);
     } else if (fe_checkpoint_open(model, true, &gguf, &st, &cfg, &w, &err) != FE_OK) {
@@ -147,7 +149,7 @@ static int draw_model(const char *model, int64_t max_seq_len, const char *dir, c
         fprintf(io->err, "ferrum draw: building %s's graph over its unread weights: %s\n", model,
                 err.message);
     } else {
-        code = write_dot(fe_causal_graph(m), dir, "causal", io);
+        code = write_dot(fe_causal_graph(m), d, "causal", io);
     }
     fe_causal_destroy(m);
     fe_llama_weights_free(&w);
@@ -158,69 +160,57 @@ static int draw_model(const char *model, int64_t max_seq_len, const char *dir, c
 }
 
 int fe_cmd_draw(int argc, char **argv, const fe_cli_io *io) {
-    const char *dir = ".", *model = NULL;
-    int64_t max_seq_len = 256;
-    int first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        if (strcmp(argv[first], "--help") == 0 || strcmp(argv[first], "-h") == 0) {
-            draw_usage(io->out);
-            return FE_EXIT_OK;
-        }
-        if (strcmp(argv[first], "--list") == 0) {
-            for (int i = 0; i < N_EXAMPLES; i++)
-                fprintf(io->out, "%-8s %s\n", examples[i].name, examples[i].summary);
-            return FE_EXIT_OK;
-        }
-        if (strcmp(argv[first], "--out") == 0) {
-            if (first + 1 >= argc) {
-                fprintf(io->err, "ferrum draw: --out needs a folder\n");
-                return FE_EXIT_USAGE;
-            }
-            dir = argv[++first];
-            continue;
-        }
-        if (strcmp(argv[first], "--model") == 0 || strcmp(argv[first], "--max-seq-len") == 0) {
-            bool is_model = argv[first][2] == 'm' && argv[first][3] == 'o';
-            if (first + 1 >= argc) {
-                fprintf(io->err, "ferrum draw: %s needs a value\n", argv[first]);
-                return FE_EXIT_USAGE;
-            }
-            const char *v = argv[++first];
-            char *end;
-            errno = 0;
-            long long n = is_model ? 0 : strtoll(v, &end, 10);
-            if (is_model) {
-                model = v;
-            } else if (errno || end == v || *end || n < 1 || n > (1 << 24)) {
-                fprintf(io->err, "ferrum draw: --max-seq-len %s is not a count in 1..2^24\n", v);
-                return FE_EXIT_USAGE;
-            } else {
-                max_seq_len = n;
-            }
-            continue;
-        }
-        fprintf(io->err, "ferrum draw: unknown option \"%s\"; `ferrum draw --help` lists them\n",
-                argv[first]);
-        return FE_EXIT_USAGE;
+    draw_args d = {.dir = ".", .max_seq_len = 256, .timeout_s = 60};
+    const arg_opt opts[] = {
+        {"list", 0, ARG_FLAG, NULL, "list the example graphs", NULL, .flag = &d.list},
+        {"out", 'o', ARG_STRING, "DIR", "where to write; made, with its parents, if missing",
+         "the current directory", .s = &d.dir},
+        {"model", 'm', ARG_STRING, "MODEL", "draw MODEL's graph instead of the examples", NULL,
+         .s = &d.model},
+        {"max-seq-len", 'c', ARG_INT, "N", "KV cache rows of the drawn model", "256", .lo = 1,
+         .hi = 1 << 24, .i = &d.max_seq_len},
+        {"no-render", 0, ARG_FLAG, NULL, "write the DOT only; do not run Graphviz", NULL,
+         .flag = &d.no_render},
+        {"render-timeout", 0, ARG_INT, "S", "stop Graphviz after S seconds", "60", .lo = 1,
+         .hi = 3600, .i = &d.timeout_s},
+    };
+    arg_spec sp = {.cmd = "draw", .synopsis = draw_synopsis, .opts = opts,
+                   .n_opts = (int)(sizeof opts / sizeof opts[0]), .max_positional = N_EXAMPLES,
+                   .positional_what = "GRAPH"};
+    const char *names[N_EXAMPLES];
+    arg_result r = {.positional = names};
+    int code = args_parse(&sp, argc, argv, &r, io->err);
+    if (code != FE_EXIT_OK || r.help) {
+        if (r.help) args_usage(&sp, io->out);
+        return code;
     }
-    if (model && first < argc) {
+    if (d.list) {
+        for (int i = 0; i < N_EXAMPLES; i++)
+            fprintf(io->out, "%-8s %s\n", examples[i].name, examples[i].summary);
+        return FE_EXIT_OK;
+    }
+    if (d.model && r.n_positional) {
         fprintf(io->err, "ferrum draw: --model draws the model's graph; give no example names with it\n");
         return FE_EXIT_USAGE;
     }
-    if (model) return draw_model(model, max_seq_len, dir, io);
-    for (int i = first; i < argc; i++) {
+    for (int i = 0; i < r.n_positional; i++) {
         bool known = false;
-        for (int k = 0; k < N_EXAMPLES; k++) known |= strcmp(argv[i], examples[k].name) == 0;
+        for (int k = 0; k < N_EXAMPLES; k++) known |= strcmp(names[i], examples[k].name) == 0;
         if (!known) {
             fprintf(io->err, "ferrum draw: no example graph \"%s\"; `ferrum draw --list` lists them\n",
-                    argv[i]);
+                    names[i]);
             return FE_EXIT_USAGE;
         }
     }
+    if (fe_make_dirs(d.dir) != 0) {
+        fprintf(io->err, "ferrum draw: cannot make the --out folder %s: %s\n", d.dir, strerror(errno));
+        return FE_EXIT_FAILURE;
+    }
+    if (d.model) return draw_model(&d, io);
     for (int k = 0; k < N_EXAMPLES; k++) {
-        bool wanted = first >= argc;
-        for (int i = first; i < argc; i++) wanted |= strcmp(argv[i], examples[k].name) == 0;
-        if (wanted && draw_one(&examples[k], dir, io) != FE_EXIT_OK) return FE_EXIT_FAILURE;
+        bool wanted = r.n_positional == 0;
+        for (int i = 0; i < r.n_positional; i++) wanted |= strcmp(names[i], examples[k].name) == 0;
+        if (wanted && draw_one(&examples[k], &d, io) != FE_EXIT_OK) return FE_EXIT_FAILURE;
     }
     return FE_EXIT_OK;
 }

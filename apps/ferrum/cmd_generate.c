@@ -1,173 +1,151 @@
-/* apps/ferrum/cmd_generate.c: `ferrum generate`: its options, checked strictly (a bad value
- * names the option and its range); the work is in generate.c. */
-#include <errno.h>
+/* apps/ferrum/cmd_generate.c: `ferrum generate`: its options as one table (args.h), checked
+ * strictly and all before a weight is read (a bad value names the option, the value and its
+ * range; --prompt-file is read here); the model, threads and sampling options are the ones
+ * every command shares (lm_args.h); the work is in generate.c. */
+#include "cmd_generate.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "generate.h"
-#include "lm/model/causal.h"
+#include "args.h"
 
+static const char *const prefill_dots[] = {"bf16", "f32", NULL};
+static const char *const decode_dots[] = {"int8", "f32", NULL};
 
+/* Where the options land before they are checked and moved into gen_args. */
+typedef struct gen_parse {
+    gen_args *a;
+    int64_t seed, prefill_dot, decode_dot;
+} gen_parse;
 
-static void generate_usage(FILE *f) {
-    fprintf(f,
-            "usage: ferrum generate MODEL [options]\n\n"
-            "Generates text from a Llama-family model. MODEL is a GGUF file, or a Hugging\n"
-            "Face checkpoint: a folder with config.json and model.safetensors (or a sharded\n"
-            "model.safetensors.index.json), or one .safetensors file with config.json beside\n"
-            "it (tokenizer.json from the same folder when present). With --random-weights it\n"
-            "may also be a config.json (or its folder) or a preset name (llama-3.2-1b,\n"
-            "smollm2-135m). Without a tokenizer the prompt is given as ids or drawn at\n"
-            "random, and the output is printed as ids.\n\n"
-            "  --prompt TEXT          the prompt\n"
-            "  --prompt-file F        the prompt, from a file\n"
-            "  --prompt-ids 1,2,3     the prompt as token ids\n"
-            "  --prompt-len N         a random prompt of N ids (default 16 without a tokenizer)\n"
-            "  --tokenizer FILE       tokenizer.json (default: the GGUF's own, or the one\n"
-            "                         beside a safetensors checkpoint)\n"
-            "  --chat                 wrap the prompt in the model's chat template (from the\n"
-            "                         GGUF, or tokenizer_config.json beside the checkpoint or\n"
-            "                         --tokenizer); ferrum knows ChatML and Llama 3 and says\n"
-            "                         so when the template is another (the prompt is then\n"
-            "                         used as it is)\n"
-            "  --system TEXT          the chat's system prompt (default: the template's own,\n"
-            "                         if it has one; \"\" for none)\n"
-            "  --num-tokens N         tokens to generate (default 64)\n"
-            "  --temperature T        0 = greedy (default 0)\n"
-            "  --top-k K, --top-p P   truncate the distribution (default off)\n"
-            "  --seed S               sampling seed (default 0)\n"
-            "  --max-seq-len N        KV cache rows (default min(4096, the model's context))\n"
-            "  --chunk N              prompt rows per prefill call (default 256): smaller\n"
-            "                         takes less scratch memory, larger amortises more\n"
-            "  --each-step            one dispatch per step instead of one per call\n"
-            "  --random-weights SEED  random weights in MODEL's shapes (--dtype f32|bf16, default bf16)\n"
-            "  --write-safetensors DIR  write the weights (drawn with --random-weights, or\n"
-            "                         loaded in f32/bf16/f16) to DIR as a Hugging Face folder\n"
-            "                         (model.safetensors, config.json) and stop\n"
-            "  --check-accuracy       teacher-forced KL of the model against the float32 oracle\n"
-            "  --check-determinism N  N alternated runs of two prompts, logits compared as bytes\n"
-            "  --verbose              print the graph's packaging and per-call values\n"
-            "  --prefill-dot bf16|f32 prefill dot products over bf16 matrices: bf16 (the default:\n"
-            "                         activations rounded to bf16, ~1.7x faster where the CPU\n"
-            "                         has AVX512_BF16, as llama.cpp does) or f32 (exact)\n"
-            "  --decode-dot int8|f32  GEMV dot products over q8_0/q4_0/q4_1 matrices: int8 (the\n"
-            "                         default: activations in int8 per 32-block, exact integer\n"
-            "                         sums, as llama.cpp does) or f32 (exact)\n"
-            "  --profile              time every step; print where a prefill chunk and a decode\n"
-            "                         step spend their time, by operator and weight\n");
+#define INT(n, sh, mv, field, l, h, d, text) \
+    {n, sh, ARG_INT, mv, text, d, .lo = l, .hi = h, .i = field}
+#define STRING(n, sh, mv, field, text) {n, sh, ARG_STRING, mv, text, NULL, .s = field}
+#define FLAG(n, field, text) {n, 0, ARG_FLAG, NULL, text, NULL, .flag = field}
+
+/* The table, pointing into p. Returns its length. */
+static int generate_options(gen_parse *p, arg_opt *t) {
+    gen_args *a = p->a;
+    const arg_opt opts[] = {
+        STRING("prompt", 'p', "TEXT", &a->prompt, "the prompt"),
+        STRING("prompt-file", 'f', "F", &a->prompt_file,
+               "the prompt, read from file F (- for stdin) before the model loads"),
+        STRING("prompt-ids", 0, "1,2,3", &a->prompt_ids, "the prompt as token ids"),
+        INT("prompt-len", 0, "N", &a->prompt_len, 1, 1 << 20, NULL,
+            "a random prompt of N ids (a model without a tokenizer draws 16 when no prompt is "
+            "given)"),
+        FLAG("chat", &a->chat,
+             "wrap the prompt in the model's chat template (from the GGUF, or "
+             "tokenizer_config.json beside the checkpoint or --tokenizer); ferrum knows ChatML "
+             "and Llama 3 and says so when the template is another (the prompt is then used "
+             "as it is)"),
+        {"system", 0, ARG_STRING, "TEXT", "the chat's system prompt (default: the template's "
+         "own, if it has one; \"\" for none)", NULL, .empty_ok = true, .s = &a->system},
+        INT("num-tokens", 'n', "N", &a->num_tokens, -1, 1 << 20, "64",
+            "tokens to generate; -1: until the end of sequence or the cache is full"),
+        {"stop", 0, ARG_STRINGS, "STR", "stop when the text generated contains STR", NULL,
+         .strs = a->stop, .count = &a->n_stop, .max = GEN_MAX_STOP},
+        INT("max-seq-len", 'c', "N", &a->max_seq_len, 1, 1 << 24,
+            "min(4096, the model's context)", "the context: KV cache rows"),
+        INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
+            "prompt rows per prefill call: smaller takes less scratch memory, larger amortises "
+            "more"),
+        FLAG("each-step", &a->each_step, "one dispatch per step instead of one per call"),
+        STRING("write-safetensors", 0, "DIR",
+               &a->write_safetensors, "write the weights (drawn with --random-weights, or loaded "
+               "in f32/bf16/f16) to DIR as a Hugging Face folder (model.safetensors, "
+               "config.json) and stop"),
+        FLAG("check-accuracy", &a->check_accuracy,
+             "teacher-forced KL of the model against the float32 oracle"),
+        INT("check-determinism", 0, "N", &a->check_determinism, 1, 1000, NULL,
+            "N alternated runs of two prompts, logits compared as bytes"),
+        FLAG("json", &a->json, "print the text, ids and timings as one JSON object on stdout"),
+        FLAG("verbose", &a->verbose, "print the graph's packaging and per-call values"),
+        {"prefill-dot", 0, ARG_CHOICE, NULL,
+         "prefill dot products over bf16 matrices: bf16 rounds the activations to bf16 (~1.7x "
+         "faster where the CPU has AVX512_BF16, as llama.cpp does), f32 is exact", "bf16",
+         .choices = prefill_dots, .i = &p->prefill_dot},
+        {"decode-dot", 0, ARG_CHOICE, NULL,
+         "GEMV dot products over q8_0/q4_0/q4_1 matrices: int8 quantises the activations per "
+         "32-block with exact integer sums (as llama.cpp does), f32 is exact", "int8",
+         .choices = decode_dots, .i = &p->decode_dot},
+        FLAG("profile", &a->profile, "time every step; print where a prefill chunk and a "
+             "decode step spend their time, by operator and weight"),
+    };
+    int n = model_options(&a->open, true, t);
+    memcpy(t + n, opts, sizeof opts);
+    n += (int)(sizeof opts / sizeof opts[0]);
+    return n + sampling_options(&a->sampling, &p->seed, t + n);
 }
 
-static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
+enum { MAX_GEN_OPTS = 32 + MODEL_MAX_OPTS + SAMPLING_MAX_OPTS };
+
+static const char synopsis[] =
+    "usage: ferrum generate MODEL [options]\n\n"
+    "Generates text from a Llama-family model. MODEL is a GGUF file, or a Hugging Face\n"
+    "checkpoint: a folder with config.json and model.safetensors (or a sharded\n"
+    "model.safetensors.index.json), or one .safetensors file with config.json beside it\n"
+    "(tokenizer.json from the same folder when present). Without a tokenizer the prompt is\n"
+    "given as ids or drawn at random, and the output is printed as ids. Every option is\n"
+    "checked before the model loads.\n";
+
+static arg_spec generate_spec(gen_parse *p, arg_opt *t) {
+    return (arg_spec){.cmd = "generate", .synopsis = synopsis, .opts = t,
+                      .n_opts = generate_options(p, t), .max_positional = 1,
+                      .positional_what = "MODEL"};
 }
 
-static bool parse_f64(const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
-    *out = v;
-    return true;
+void fe_generate_usage(FILE *out) {
+    gen_args a = {0};
+    gen_parse p = {.a = &a};
+    arg_opt t[MAX_GEN_OPTS];
+    arg_spec sp = generate_spec(&p, t);
+    args_usage(&sp, out);
 }
 
-/* Parses argv; returns FE_EXIT_OK, or FE_EXIT_USAGE after printing what is wrong. */
-static int parse(int argc, char **argv, gen_args *a, const fe_cli_io *io, bool *help) {
-    *a = (gen_args){.num_tokens = 64, .top_p = 1, .dtype = "bf16", .repeat_last_n = 64,
-                    .repeat_penalty = 1, .seed_given = true};
-    *help = false;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool ok = true, takes = true;
-        int64_t n;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            *help = true;
-            return FE_EXIT_OK;
-        } else if (!strcmp(o, "--chat")) a->chat = true, takes = false;
-        else if (!strcmp(o, "--each-step")) a->each_step = true, takes = false;
-        else if (!strcmp(o, "--check-accuracy")) a->check_accuracy = true, takes = false;
-        else if (!strcmp(o, "--verbose")) a->verbose = true, takes = false;
-        else if (!strcmp(o, "--profile")) a->profile = true, takes = false;
-        else if (o[0] == '-' && o[1] == '-' && !v) {
-            fprintf(io->err, "ferrum generate: %s needs a value (or is unknown); see --help\n", o);
-            return FE_EXIT_USAGE;
-        } else if (!strcmp(o, "--prompt")) a->prompt = v;
-        else if (!strcmp(o, "--prompt-file")) a->prompt_file = v;
-        else if (!strcmp(o, "--prompt-ids")) a->prompt_ids = v;
-        else if (!strcmp(o, "--tokenizer")) a->tokenizer = v;
-        else if (!strcmp(o, "--system")) a->system = v;
-        else if (!strcmp(o, "--write-safetensors")) a->write_safetensors = v, ok = *v != '\0';
-        else if (!strcmp(o, "--dtype")) a->dtype = v, ok = !strcmp(v, "f32") || !strcmp(v, "bf16");
-        else if (!strcmp(o, "--decode-dot"))
-            ok = !strcmp(v, "int8") || !strcmp(v, "f32"),
-            a->decode_dot = !strcmp(v, "f32") ? FE_DECODE_DOT_F32 : FE_DECODE_DOT_AUTO;
-        else if (!strcmp(o, "--prefill-dot"))
-            ok = !strcmp(v, "bf16") || !strcmp(v, "f32"),
-            a->prefill_dot = !strcmp(v, "bf16") ? FE_PREFILL_DOT_BF16 : FE_PREFILL_DOT_F32;
-        else if (!strcmp(o, "--prompt-len")) ok = parse_i64(v, 1, 1 << 20, &a->prompt_len);
-        else if (!strcmp(o, "--num-tokens")) ok = parse_i64(v, 0, 1 << 20, &a->num_tokens);
-        else if (!strcmp(o, "--top-k")) ok = parse_i64(v, 0, 1 << 30, &a->top_k);
-        else if (!strcmp(o, "--max-seq-len")) ok = parse_i64(v, 1, 1 << 24, &a->max_seq_len);
-        else if (!strcmp(o, "--chunk")) ok = parse_i64(v, 1, 1 << 16, &a->chunk);
-        else if (!strcmp(o, "--check-determinism")) ok = parse_i64(v, 1, 1000, &a->check_determinism);
-        else if (!strcmp(o, "--temperature")) ok = parse_f64(v, 0, 1e6, &a->temperature);
-        else if (!strcmp(o, "--top-p")) ok = parse_f64(v, 1e-9, 1, &a->top_p);
-        else if (!strcmp(o, "--seed")) ok = parse_i64(v, 0, INT64_MAX, &n), a->seed = (uint64_t)n;
-        else if (!strcmp(o, "--random-weights"))
-            ok = parse_i64(v, 0, INT64_MAX, &n), a->random_seed = (uint64_t)n, a->random_weights = true;
-        else if (o[0] == '-') {
-            fprintf(io->err, "ferrum generate: unknown option \"%s\"; `ferrum generate --help` lists them\n", o);
-            return FE_EXIT_USAGE;
-        } else if (!a->model) {
-            a->model = o, takes = false;
-        } else {
-            fprintf(io->err, "ferrum generate: a second MODEL \"%s\"; give one\n", o);
-            return FE_EXIT_USAGE;
-        }
-        if (!ok) {
-            fprintf(io->err, "ferrum generate: %s %s is not a valid value; see --help for its range\n", o, v);
-            return FE_EXIT_USAGE;
-        }
-        if (takes) i++;
-    }
-    if (!a->model) {
-        fprintf(io->err, "ferrum generate: give a MODEL (a .gguf file, a safetensors checkpoint, or a "
-                "preset with --random-weights)\n");
-        return FE_EXIT_USAGE;
-    }
+static int refuse(FILE *err, const char *msg) { return cli_refuse(err, "generate", "%s", msg); }
+
+/* The checks across options: all before a weight is read. */
+static int check(gen_args *a, FILE *err) {
     int prompts = !!a->prompt + !!a->prompt_file + !!a->prompt_ids + (a->prompt_len > 0);
-    if (prompts > 1) {
-        fprintf(io->err, "ferrum generate: give one of --prompt, --prompt-file, --prompt-ids, --prompt-len\n");
-        return FE_EXIT_USAGE;
-    }
-    if (a->system && !a->chat) {
-        fprintf(io->err, "ferrum generate: --system is the chat's system prompt; give --chat too\n");
-        return FE_EXIT_USAGE;
-    }
-    if (a->write_safetensors && (prompts || a->chat || a->check_accuracy || a->check_determinism)) {
-        fprintf(io->err, "ferrum generate: --write-safetensors writes the weights and stops; it takes "
-                "no prompt, --chat or checks\n");
-        return FE_EXIT_USAGE;
-    }
+    if (prompts > 1) return refuse(err, "give one of --prompt, --prompt-file, --prompt-ids, --prompt-len");
+    if (a->system && !a->chat) return refuse(err, "--system is the chat's system prompt; give --chat too");
+    if (a->write_safetensors && (prompts || a->chat || a->check_accuracy || a->check_determinism))
+        return refuse(err, "--write-safetensors writes the weights and stops; it takes no prompt, "
+                      "--chat or checks");
+    if (a->prompt_file)
+        return cli_read_text(a->prompt_file, stdin, "generate", "--prompt-file", &a->prompt_text, err);
     return FE_EXIT_OK;
+}
+
+int fe_generate_parse(int argc, char **argv, gen_args *a, bool *help, FILE *err) {
+    *a = (gen_args){.open = model_args_default(), .num_tokens = 64,
+                    .sampling = fe_lm_sampling_default()};
+    gen_parse p = {.a = a, .seed = -1, .prefill_dot = -1, .decode_dot = -1};
+    arg_opt t[MAX_GEN_OPTS];
+    arg_spec sp = generate_spec(&p, t);
+    const char *pos[1] = {NULL};
+    arg_result r = {.positional = pos};
+    int code = args_parse(&sp, argc, argv, &r, err);
+    *help = r.help;
+    if (code != FE_EXIT_OK || r.help) return code;
+    if ((code = model_args_settle(&a->open, pos[0], "generate", err)) != FE_EXIT_OK) return code;
+    a->seed_given = p.seed >= 0;
+    a->sampling.seed = p.seed >= 0 ? (uint64_t)p.seed : 0;
+    a->prefill_dot = p.prefill_dot < 0 ? FE_LM_PREFILL_DOT_AUTO
+                     : p.prefill_dot == 1 ? FE_LM_PREFILL_DOT_F32 : FE_LM_PREFILL_DOT_BF16;
+    a->decode_dot = p.decode_dot == 1 ? FE_LM_DECODE_DOT_F32 : FE_LM_DECODE_DOT_AUTO;
+    return check(a, err);
 }
 
 int fe_cmd_generate(int argc, char **argv, const fe_cli_io *io) {
     gen_args a;
     bool help;
-    int code = parse(argc, argv, &a, io, &help);
-    if (code != FE_EXIT_OK) return code;
-    if (help) {
-        generate_usage(io->out);
-        return FE_EXIT_OK;
-    }
-    return fe_generate_run(&a, io);
+    int code = fe_generate_parse(argc, argv, &a, &help, io->err);
+    if (code == FE_EXIT_OK && help) fe_generate_usage(io->out);
+    else if (code == FE_EXIT_OK) code = fe_generate_run(&a, io);
+    gen_args_deinit(&a);
+    return code;
 }
 
 void gen_args_deinit(gen_args *a) {

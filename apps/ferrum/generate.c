@@ -15,65 +15,13 @@
 #include "generate_report.h"
 
 static int fail(const fe_cli_io *io, const char *what, const char *msg) {
-    fprintf(io->err, "ferrum generate: %s%s%s\n", what, *what && *msg ? ": " : "", msg);
-    return FE_EXIT_FAILURE;
-}
-
-/* "ferrum: reading weights 45%" on one line, rewritten in place on a terminal */
-static void show_progress(void *user, double done) {
-    const fe_cli_io *io = user;
-    bool tty = isatty(fileno(io->err));
-    if (tty || done >= 1.0)
-        fprintf(io->err, "%sferrum: reading weights %3.0f%%%s", tty ? "\r" : "", 100 * done,
-                done >= 1.0 || !tty ? "\n" : "");
+    return cli_fail(io->err, "generate", what, msg);
 }
 
 static int load(gen_run *r) {
-    const gen_args *a = r->a;
-    fe_lm_open_options o = fe_lm_open_options_default();
-    o.tokenizer = a->tokenizer;
-    o.threads = (int)a->threads;
-    o.progress = show_progress;
-    o.progress_user = (void *)r->io;
-    if (a->random_weights) {
-        o.random_weights = true;
-        o.seed = a->random_seed;
-        o.dtype = strcmp(a->dtype, "f32") == 0 ? FE_DTYPE_F32 : FE_DTYPE_BF16;
-        fprintf(r->io->err, "ferrum: drawing random %s weights in %s's shapes (seed %llu)...\n",
-                a->dtype, a->model, (unsigned long long)a->random_seed);
-    } else {
-        fprintf(r->io->err, "ferrum: mapping %s...\n", a->model);
-    }
-    fe_error err = {0};
-    fe_status st = fe_lm_model_open(a->model, &o, &r->m, &err);
-    if (st == FE_E_INVALID && !a->random_weights)
-        fprintf(r->io->err, "ferrum generate: %s; or give shapes (a preset or config.json) with "
-                "--random-weights\n", err.message);
-    else if (st != FE_OK)
-        fail(r->io, "", err.message);
-    if (st != FE_OK) return FE_EXIT_FAILURE;
-    fe_lm_model_get_info(r->m, &r->info);
-    return FE_EXIT_OK;
-}
-
-static char *read_file(const char *path) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    for (size_t got; b && (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    bool bad = ferror(f);
-    if (f != stdin) fclose(f);
-    if (b) b[n] = '\0';
-    if (bad) free(b);
-    return bad ? NULL : b;
+    int code = model_open(&r->a->open, false, "generate", r->io, &r->m);
+    if (code == FE_EXIT_OK) fe_lm_model_get_info(r->m, &r->info);
+    return code;
 }
 
 /* The text prompt in the chat template (when --chat and the model has one ferrum knows),
@@ -106,9 +54,12 @@ static int text_prompt(gen_run *r, const char *raw) {
 static int make_prompt(gen_run *r) {
     const gen_args *a = r->a;
     const char *text = a->prompt ? a->prompt : a->prompt_text;
-    char *read = NULL;
-    if (!text && a->prompt_file && !(text = read = read_file(a->prompt_file)))
-        return fail(r->io, a->prompt_file, errno ? strerror(errno) : "cannot be read");
+    char *read = NULL; /* the parser reads --prompt-file; a gen_args made by hand may not have */
+    if (!text && a->prompt_file) {
+        int code = cli_read_text(a->prompt_file, stdin, "generate", "--prompt-file", &read, r->io->err);
+        if (code != FE_EXIT_OK) return code;
+        text = read;
+    }
     if (text) {
         int code = text_prompt(r, text);
         free(read);
@@ -116,17 +67,11 @@ static int make_prompt(gen_run *r) {
     }
     r->ids_ours = true;
     if (a->prompt_ids) {
-        r->ids = malloc((strlen(a->prompt_ids) / 2 + 1) * sizeof *r->ids);
-        if (!r->ids) return fail(r->io, "out of memory", "");
-        for (const char *p = a->prompt_ids; *p;) {
-            char *end;
-            long v = strtol(p, &end, 10);
-            if (end == p || v < 0 || v >= r->info.vocab || (*end && *end != ','))
-                return fail(r->io, "--prompt-ids", "give comma-separated ids inside the vocabulary");
-            r->ids[r->n_ids++] = (int32_t)v;
-            p = *end ? end + 1 : end;
-        }
-        return r->n_ids ? FE_EXIT_OK : fail(r->io, "--prompt-ids", "give at least one id");
+        size_t n = 0;
+        int code = cli_parse_ids(a->prompt_ids, r->info.vocab, "generate", "--prompt-ids", &r->ids,
+                                 &n, r->io->err);
+        r->n_ids = (int64_t)n;
+        return code;
     }
     if (r->info.tokenizer && !a->prompt_len)
         return fail(r->io, "no prompt", "give --prompt, --prompt-file or --prompt-ids (or "
@@ -134,7 +79,7 @@ static int make_prompt(gen_run *r) {
     int64_t n = a->prompt_len ? a->prompt_len : 16;
     r->ids = malloc((size_t)n * sizeof *r->ids);
     if (!r->ids) return fail(r->io, "out of memory", "");
-    uint64_t x = a->seed * 2654435761u + 12345;
+    uint64_t x = a->sampling.seed * 2654435761u + 12345;
     for (int64_t i = 0; i < n; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         r->ids[r->n_ids++] = (int32_t)((x >> 33) % (uint64_t)r->info.vocab);
@@ -172,9 +117,8 @@ static int make_session(gen_run *r) {
     fe_lm_session_options so = fe_lm_session_options_default();
     so.max_seq_len = cache_rows(r);
     so.chunk = a->chunk;
-    /* gen_args holds fe_causal_options' numbers, which fe_lm_prefill_dot/decode_dot keep */
-    so.prefill_dot = (fe_lm_prefill_dot)a->prefill_dot;
-    so.decode_dot = (fe_lm_decode_dot)a->decode_dot;
+    so.prefill_dot = a->prefill_dot;
+    so.decode_dot = a->decode_dot;
     so.each_step = a->each_step;
     so.verbose = a->verbose;
     so.profiling = a->profile;
@@ -199,29 +143,8 @@ static int make_session(gen_run *r) {
 
 /* The sampling asked for; without --seed and with a temperature, a seed drawn and said. */
 static void choose_sampling(gen_run *r) {
-    const gen_args *a = r->a;
-    fe_lm_sampling p = fe_lm_sampling_default();
-    p.temperature = a->temperature;
-    p.top_k = a->top_k;
-    p.top_p = a->top_p;
-    p.min_p = a->min_p;
-    p.seed = a->seed;
-    p.repeat_penalty = a->repeat_penalty;
-    p.repeat_last_n = a->repeat_last_n;
-    p.presence_penalty = a->presence_penalty;
-    p.frequency_penalty = a->frequency_penalty;
-    if (!a->seed_given && a->temperature > 0) {
-        uint64_t x = fe_time_ns() ^ ((uint64_t)getpid() << 32);
-        FILE *f = fopen("/dev/urandom", "rb");
-        if (f) {
-            if (fread(&x, sizeof x, 1, f) != 1) x ^= fe_time_ns();
-            fclose(f);
-        }
-        p.seed = x >> 11; /* under 2^53: the device sampler's range */
-        fprintf(r->io->err, "ferrum: seed %llu (give --seed %llu to repeat)\n",
-                (unsigned long long)p.seed, (unsigned long long)p.seed);
-    }
-    r->sampling = p;
+    r->sampling = r->a->sampling;
+    sampling_choose_seed(&r->sampling, r->a->seed_given, r->io->err);
 }
 
 static int generate(gen_run *r) {
@@ -235,19 +158,16 @@ static int generate(gen_run *r) {
     if (r->write_errno) return fail(r->io, "writing the output", strerror(r->write_errno));
     if (a->json) return gen_report_json(r);
     fputc('\n', r->io->out);
-    if (fflush(r->io->out) != 0 || ferror(r->io->out)) /* the text ends before the summary */
-        return fail(r->io, "writing the output", strerror(errno ? errno : EIO));
-    return FE_EXIT_OK;
+    return cli_flush_out(r->io, "generate"); /* the text ends before the summary */
 }
 
 static int write_safetensors(gen_run *r) {
     const char *dir = r->a->write_safetensors;
-    fprintf(r->io->err, "ferrum: writing %s as safetensors to %s...\n", r->a->model, dir);
+    fprintf(r->io->err, "ferrum: writing %s as safetensors to %s...\n", r->a->open.model, dir);
     if (fe_lm_model_write_safetensors(r->m, dir) != FE_OK) return fail(r->io, "", fe_lm_model_message(r->m));
     fprintf(r->io->out, "wrote %s/model.safetensors (weights %.1f MiB) and %s/config.json\n", dir,
             (double)r->info.weight_bytes / 1048576, dir);
-    return fflush(r->io->out) == 0 && !ferror(r->io->out) ? FE_EXIT_OK
-                                                          : fail(r->io, "writing the output", strerror(errno ? errno : EIO));
+    return cli_flush_out(r->io, "generate");
 }
 
 int fe_generate_run(const gen_args *a, const fe_cli_io *io) {

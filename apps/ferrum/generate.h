@@ -8,11 +8,13 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "ferrum/lm.h"
+#include "lm_args.h"
 
 enum { GEN_MAX_STOP = 8 };
 
 typedef struct gen_args {
-    const char *model, *tokenizer, *dtype;
+    model_args open; /* the model and how to open it (lm_args.h) */
     /* The prompt: text (from --prompt, or read by the parser from --prompt-file, "-" being
      * stdin; prompt_text is then owned by the parser's caller and freed by gen_args_deinit),
      * ids, or a random one of prompt_len ids (only where asked: --prompt-len). */
@@ -24,17 +26,13 @@ typedef struct gen_args {
     int n_stop;
     int64_t prompt_len;
     int64_t num_tokens; /* -n; -1: until the end of sequence or the cache is full */
-    int64_t top_k, max_seq_len, chunk, check_determinism;
-    int64_t threads;      /* -t; 0: the device's default (FERRUM_WORKERS, else the CPUs) */
-    int64_t repeat_last_n; /* tokens the penalties look back over (default 64; -1: all) */
-    double temperature, top_p, min_p;
-    double repeat_penalty, presence_penalty, frequency_penalty; /* 1, 0, 0: off */
-    uint64_t seed;
+    int64_t max_seq_len, chunk, check_determinism;
+    fe_lm_sampling sampling; /* as asked; its seed is --seed's when seed_given */
     bool seed_given; /* false: a random seed, printed so the run can be repeated */
-    uint64_t random_seed;
-    bool random_weights, chat, each_step, check_accuracy, verbose, profile;
+    bool chat, each_step, check_accuracy, verbose, profile;
     bool json; /* --json: text, ids and timings as one JSON object on stdout */
-    int prefill_dot, decode_dot; /* fe_causal_options' */
+    fe_lm_prefill_dot prefill_dot;
+    fe_lm_decode_dot decode_dot;
 } gen_args;
 
 void gen_args_deinit(gen_args *a);

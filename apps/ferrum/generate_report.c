@@ -14,15 +14,7 @@ static double mib(double bytes) { return bytes / 1048576; }
 
 int gen_report_keep(gen_run *r, int32_t tok, const char *text, size_t len) {
     if (!r->a->json) return 0;
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = 2 * (r->len + len) + 256;
-        char *b = realloc(r->text, cap);
-        if (!b) return 1;
-        r->text = b, r->cap = cap;
-    }
-    memcpy(r->text + r->len, text, len);
-    r->len += len;
-    r->text[r->len] = 0;
+    if (cli_text_append(&r->text, text, len) != 0) return 1;
     if (tok < 0) return 0;
     if (r->n_out == r->cap_out) {
         int64_t cap = 2 * r->cap_out + 64;
@@ -34,21 +26,6 @@ int gen_report_keep(gen_run *r, int32_t tok, const char *text, size_t len) {
     return 0;
 }
 
-/* s[0..n) as a JSON string (the text is whole UTF-8: bytes >= 0x80 go as they are) */
-static void json_string(FILE *f, const char *s, size_t n) {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static double decode_rate(const fe_lm_generate_result *g) {
     return g->generated_tokens > 1 && g->decode_seconds > 0 ? (double)(g->generated_tokens - 1) / g->decode_seconds : 0;
 }
@@ -57,7 +34,7 @@ int gen_report_json(gen_run *r) {
     FILE *f = r->io->out;
     const fe_lm_generate_result *g = &r->res;
     fputs("{\"text\": ", f);
-    json_string(f, r->text ? r->text : "", r->len);
+    cli_json_string(f, r->text.p ? r->text.p : "", r->text.len);
     fputs(", \"ids\": [", f);
     for (int64_t i = 0; i < r->n_out; i++) fprintf(f, "%s%d", i ? ", " : "", r->out[i]);
     fprintf(f, "], \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
@@ -67,11 +44,7 @@ int gen_report_json(gen_run *r) {
             (long long)g->generated_tokens, fe_lm_stop_reason_name(g->stop_reason),
             (unsigned long long)r->sampling.seed, (double)(r->t_start - r->t0) / 1e9,
             g->prefill_seconds, g->first_token_seconds, g->decode_seconds, decode_rate(g));
-    if (fflush(f) != 0 || ferror(f)) {
-        fprintf(r->io->err, "ferrum generate: writing the output: %s\n", strerror(errno ? errno : EIO));
-        return 1;
-    }
-    return 0;
+    return cli_flush_out(r->io, "generate");
 }
 
 void gen_report_summary(const gen_run *r) {
@@ -126,7 +99,7 @@ void gen_report_determinism(gen_run *r) {
 }
 
 void gen_report_deinit(gen_run *r) {
-    free(r->text);
+    free(r->text.p);
     free(r->out);
-    r->text = NULL, r->out = NULL;
+    r->text = (cli_text){0}, r->out = NULL;
 }

@@ -20,8 +20,7 @@ typedef struct gen_run {
     fe_lm_generate_result res;
     uint64_t t0, t_start;  /* the run's start, the generate's */
     int write_errno;       /* a write to stdout failed (errno), 0 when none */
-    char *text;            /* --json: the text generated (malloc'd) */
-    size_t len, cap;
+    cli_text text;         /* --json: the text generated */
     int32_t *out;          /* --json: the ids generated (malloc'd) */
     int64_t n_out, cap_out;
 } gen_run;

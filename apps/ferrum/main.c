@@ -2,6 +2,6 @@
 #include "cli.h"
 
 int main(int argc, char **argv) {
-    fe_cli_io io = {stdout, stderr};
+    fe_cli_io io = {stdout, stderr, stdin};
     return fe_cli_main(argc, argv, &io);
 }

@@ -34,15 +34,23 @@ typedef struct fe_device_info {
     size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 unknown */
 } fe_device_info;
 
+/* Left at their defaults, n_workers and max_isa come from the environment where it says:
+ * FERRUM_WORKERS=N (1..the CPUs this process may use) and FERRUM_ISA=scalar|avx2|avx512 (at
+ * most what the CPU has). fe_device_create refuses a value there that is not one, a worker
+ * count past the allowed CPUs and an ISA the CPU lacks, naming the variable; it never ignores
+ * one. A count given here is the caller's: it may pass the CPUs (tests of odd splits do; the
+ * pool then spins less and runs slowly); the CLI refuses that from -t. */
 typedef struct fe_device_options {
-    int n_workers;   /* 0: one per online CPU (FERRUM_WORKERS overrides the default) */
-    int max_isa;     /* -1: the best the machine has (FERRUM_ISA overrides the default) */
+    int n_workers;   /* 0: FERRUM_WORKERS, else one per CPU this process may use */
+    int max_isa;     /* -1: FERRUM_ISA, else the best the machine has; a cap otherwise */
     bool pin;        /* pin each pool thread to one CPU */
 } fe_device_options;
 
 typedef struct fe_device fe_device;
 
 FE_API fe_device_options fe_device_options_default(void);
+/* The CPUs this process may run on (sched_getaffinity; the online CPUs if that fails), >= 1. */
+FE_API int fe_device_cpus_allowed(void);
 /* Creates a device and its pool. *out is NULL on error. Caller fe_device_destroy()s. */
 FE_API fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_error *err);
 FE_API void fe_device_destroy(fe_device *dev);

@@ -52,8 +52,9 @@ typedef struct fe_lm_open_options {
                                a config.json (or its folder): weights drawn from seed */
     uint64_t seed;          /* random weights' seed */
     fe_dtype dtype;         /* random weights' dtype: FE_DTYPE_BF16 (default) or F32 */
-    bool header_only;       /* read the headers only: the weights have shapes but no data,
-                               so a session compiles and draws but cannot run */
+    bool header_only;       /* read the headers only (random weights: draw none): the
+                               weights have shapes but no data, so a session compiles and
+                               draws but cannot run */
     bool prefault;          /* read every weight page in at open (default true), so the
                                first prompt does not pay the page faults */
     fe_lm_progress_fn progress; /* NULL: none */
@@ -121,7 +122,8 @@ typedef struct fe_lm_model_info {
 
 /* Fills *out. FE_E_INVALID for NULL. */
 FE_API fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out);
-/* Bytes of the weights now resident in memory (mapped pages in core, or all when in memory). */
+/* Bytes of the weights now resident in memory (mapped pages in core, or all when in memory;
+ * 0 when opened header-only). */
 FE_API size_t fe_lm_model_resident_bytes(const fe_lm_model *m);
 /* Writes the weights (f32/bf16/f16) and config.json to the folder `dir` as a Hugging Face
  * checkpoint (model.safetensors, config.json). */

@@ -1,6 +1,8 @@
 /* device/device.c: the CPU device: features from cpuid (checked against what the OS saves,
  * via XGETBV), caches from sysfs, the ISA kernels are chosen for, and the worker pool. */
 #include <cpuid.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,14 +115,54 @@ static size_t cache_size(int level) {
     return 0;
 }
 
+int fe_device_cpus_allowed(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 fe_device_options fe_device_options_default(void) {
-    fe_device_options o = {.n_workers = 0, .max_isa = -1, .pin = true};
-    const char *w = getenv("FERRUM_WORKERS");
-    if (w && atoi(w) > 0) o.n_workers = atoi(w);
-    const char *isa = getenv("FERRUM_ISA");
-    fe_isa cap;
-    if (isa && fe_isa_from_name(isa, &cap) == FE_OK) o.max_isa = (int)cap;
-    return o;
+    return (fe_device_options){.n_workers = 0, .max_isa = -1, .pin = true};
+}
+
+/* FERRUM_WORKERS and FERRUM_ISA, where the options leave the choice to the device: a value
+ * that is not one is an error, never ignored; so is a pool past the CPUs this process may
+ * use (a spinning barrier over more threads than CPUs crawls: 1000 workers on 2 CPUs gave
+ * no token in 120 s) and an ISA the CPU lacks (asked for by name, it is not quietly capped). */
+static fe_status apply_env(fe_device_options *o, fe_isa best, fe_error *err) {
+    const char *w = getenv("FERRUM_WORKERS"), *isa = getenv("FERRUM_ISA");
+    int cpus = fe_device_cpus_allowed();
+    if (o->n_workers == 0 && w && *w) {
+        char *end;
+        errno = 0;
+        long n = strtol(w, &end, 10);
+        if (errno || end == w || *end || n < 1)
+            return fe_error_set(err, FE_E_INVALID, "device: FERRUM_WORKERS=%s is not a worker "
+                                "count; give 1..%d (the CPUs this process may use), or unset it "
+                                "for one per CPU", w, cpus);
+        if (n > cpus)
+            return fe_error_set(err, FE_E_INVALID, "device: FERRUM_WORKERS=%s is more than the %d "
+                                "CPUs this process may use (sched_getaffinity); a spinning pool "
+                                "past them crawls. Give FERRUM_WORKERS=1..%d, or unset it for one "
+                                "per CPU", w, cpus, cpus);
+        o->n_workers = (int)n;
+    }
+    if (o->max_isa == -1 && isa && *isa) {
+        fe_isa cap;
+        if (fe_isa_from_name(isa, &cap) != FE_OK)
+            return fe_error_set(err, FE_E_INVALID, "device: FERRUM_ISA=%s is not a kernel ISA; "
+                                "give scalar, avx2 or avx512 (at most %s here), or unset it for "
+                                "the best this CPU has", isa, fe_isa_name(best));
+        if (cap > best)
+            return fe_error_set(err, FE_E_UNSUPPORTED, "device: FERRUM_ISA=%s, but this CPU runs "
+                                "at most %s kernels; give FERRUM_ISA=%s or lower, or unset it",
+                                isa, fe_isa_name(best), fe_isa_name(best));
+        o->max_isa = (int)cap;
+    }
+    if (o->n_workers == 0) o->n_workers = cpus;
+    return FE_OK;
 }
 
 fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_error *err) {
@@ -134,15 +176,21 @@ fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_er
         return fe_error_set(err, FE_E_INVALID,
                             "device: max_isa = %d; give -1 (best) or an fe_isa value",
                             o.max_isa);
+    fe_cpu_features features;
+    char cpu_name[sizeof ((fe_device_info *)0)->cpu_name];
+    read_features(&features, cpu_name, sizeof cpu_name);
+    fe_status st = apply_env(&o, best_isa_of(&features), err);
+    if (st != FE_OK) return st;
     fe_device *dev = fe_calloc(1, sizeof *dev);
     if (!dev) return fe_error_set(err, FE_E_NOMEM, "device: out of memory");
     fe_device_info *in = &dev->info;
-    read_features(&in->features, in->cpu_name, sizeof in->cpu_name);
+    in->features = features;
+    memcpy(in->cpu_name, cpu_name, sizeof in->cpu_name);
     in->best_isa = best_isa_of(&in->features);
     in->isa = o.max_isa >= 0 && o.max_isa < (int)in->best_isa ? (fe_isa)o.max_isa : in->best_isa;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     in->n_cores = ncpu > 0 ? (int)ncpu : 1;
-    in->n_workers = o.n_workers ? o.n_workers : in->n_cores;
+    in->n_workers = o.n_workers;
     in->l1d_bytes = cache_size(1);
     in->l2_bytes = cache_size(2);
     in->l3_bytes = cache_size(3);

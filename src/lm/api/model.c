@@ -40,7 +40,8 @@ void fe_lm_model_close(fe_lm_model *m) {
     fe_free(m);
 }
 
-/* Random weights in the shapes of a preset or a config.json. */
+/* Random weights in the shapes of a preset or a config.json (header_only: the shapes alone,
+ * nothing drawn). */
 static fe_status open_random(fe_lm_model *m, const char *path, const fe_lm_open_options *o,
                              fe_error *err) {
     fe_status st = fe_lm_config_preset(path, &m->cfg, err);
@@ -50,6 +51,7 @@ static fe_status open_random(fe_lm_model *m, const char *path, const fe_lm_open_
         return fe_error_set(err, FE_E_DTYPE, "random weights in %s; give f32 or bf16",
                             fe_dtype_info(o->dtype) ? fe_dtype_info(o->dtype)->name : "an unknown dtype");
     m->format = FE_LM_FORMAT_RANDOM;
+    if (o->header_only) return fe_llama_weights_shapes(&m->cfg, o->dtype, &m->w, err);
     return fe_llama_weights_random(&m->cfg, o->dtype, o->seed, &m->w, err);
 }
 
@@ -155,7 +157,7 @@ fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out) {
 }
 
 size_t fe_lm_model_resident_bytes(const fe_lm_model *m) {
-    if (!m) return 0;
+    if (!m || m->w.unread) return 0;
     const fe_tensor *ts[1024];
     int n = fe_llama_weights_tensors(&m->w, ts, 1024);
     if (m->format == FE_LM_FORMAT_RANDOM || n > 1024) return fe_llama_weights_bytes(&m->w);

@@ -62,9 +62,11 @@ static int specs_of(const fe_lm_config *c, fe_llama_weights *w, spec *s) {
     return n;
 }
 
-fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint64_t seed,
-                                  fe_llama_weights *out, fe_error *err) {
+/* The checks and the weight table both fills share; *s (caller frees) the layout. */
+static fe_status layout(const fe_lm_config *cfg, fe_dtype dtype, fe_llama_weights *out, spec **s,
+                        int *n, fe_error *err) {
     memset(out, 0, sizeof *out);
+    *s = NULL;
     if (dtype != FE_DTYPE_F32 && dtype != FE_DTYPE_BF16)
         return fe_error_set(err, FE_E_DTYPE, "random weights are f32 or bf16; %s was asked",
                             fe_dtype_info(dtype) ? fe_dtype_info(dtype)->name : "?");
@@ -72,13 +74,39 @@ fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint6
     if (st != FE_OK) return st;
     out->cfg = *cfg;
     out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
-    spec *s = fe_malloc(((size_t)cfg->n_layers * 9 + 3) * sizeof *s);
-    if (!out->layers || !s) {
-        fe_free(s);
+    *s = fe_malloc(((size_t)cfg->n_layers * 9 + 3) * sizeof **s);
+    if (!out->layers || !*s) {
+        fe_free(*s);
+        *s = NULL;
         fe_llama_weights_free(out);
         return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
     }
-    int n = specs_of(cfg, out, s);
+    *n = specs_of(cfg, out, *s);
+    return FE_OK;
+}
+
+fe_status fe_llama_weights_shapes(const fe_lm_config *cfg, fe_dtype dtype, fe_llama_weights *out,
+                                  fe_error *err) {
+    spec *s;
+    int n;
+    fe_status st = layout(cfg, dtype, out, &s, &n, err);
+    if (st != FE_OK) return st;
+    for (int i = 0; i < n; i++) {
+        int64_t shape[2] = {s[i].rows, s[i].cols};
+        *s[i].t = fe_tensor_contiguous(NULL, s[i].norm ? FE_DTYPE_F32 : dtype, s[i].rank, shape);
+    }
+    if (cfg->tied_embeddings) out->lm_head = out->embed;
+    out->unread = true;
+    fe_free(s);
+    return FE_OK;
+}
+
+fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint64_t seed,
+                                  fe_llama_weights *out, fe_error *err) {
+    spec *s;
+    int n;
+    fe_status st = layout(cfg, dtype, out, &s, &n, err);
+    if (st != FE_OK) return st;
     size_t total = 0;
     /* norms are f32 whatever the matrices are: the kernels read them as f32 */
     for (int i = 0; i < n; i++)

@@ -47,6 +47,10 @@ typedef struct fe_llama_weights {
  * in `seed`. Caller fe_llama_weights_free()s. */
 fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint64_t seed,
                                   fe_llama_weights *out, fe_error *err);
+/* The unread fill of the random weights: the same shapes and dtypes, data NULL, nothing drawn
+ * (what fe_lm_model_open gives for random weights opened header-only). */
+fe_status fe_llama_weights_shapes(const fe_lm_config *cfg, fe_dtype dtype, fe_llama_weights *out,
+                                  fe_error *err);
 /* The weights of an open GGUF (borrowed: the file must stay open), names checked strictly:
  * a missing, mis-shaped or mis-typed tensor is an error naming it, what was expected and
  * what was found. A file opened header-only gives the unread fill. */
