@@ -152,7 +152,7 @@ test: $(SETUP_STAMP)
 	@$(MAKE) --no-print-directory -j$(NPROC) all $(TEST_BIN) $(FUZZ_BIN)
 	@$(MAKE) --no-print-directory examples
 	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-smoke
-	FERRUM_BIN=$(BUILD)/ferrum FERRUM_EXAMPLES=$(BUILD)/examples bash scripts/run-tests -j $(NPROC) $(TEST_BIN) scripts/test-examples
+	FERRUM_BIN=$(BUILD)/ferrum FERRUM_BUILD=$(BUILD) FERRUM_EXAMPLES=$(BUILD)/examples bash scripts/run-tests -j $(NPROC) $(TEST_BIN) scripts/test-examples scripts/check-layers
 
 test-extensive: all $(TEST_BIN)
 	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)

@@ -9,8 +9,7 @@
 #include "args.h"
 #include "cli.h"
 #include "ferrum/graph.h"
-#include "lm/model/causal.h"
-#include "lm/model/checkpoint.h"
+#include "ferrum/lm.h"
 #include "render.h"
 
 enum { EX_ROWS = 32, EX_COLS = 64, EX_CACHE = 128, EX_HQ = 4, EX_HKV = 2, EX_D = 32 };
@@ -128,34 +127,30 @@ done:
     return code;
 }
 
-/* The model's causal LM over its unread weights: traced and compiled, never called. */
+/* The model's causal LM over its unread weights (header-only: no weight byte is read):
+ * traced and compiled, never called. */
 static int draw_model(const draw_args *d, const fe_cli_io *io) {
-    const char *model = d->model;
-    fe_gguf *gguf = NULL;
-    fe_safetensors *st = NULL;
-    fe_lm_config cfg;
-    fe_llama_weights w;
-    fe_causal *m = NULL;
+    fe_lm_model *m = NULL;
+    fe_lm_session *s = NULL;
     fe_error err = {0};
     int code = FE_EXIT_FAILURE;
-    fe_device *dev = draw_device(&err);
-    fe_causal_options o = fe_causal_options_default();
-    o.max_seq_len = d->max_seq_len;
-    if (!dev) {
+    fe_lm_open_options oo = fe_lm_open_options_default();
+    oo.header_only = true;
+    oo.prefault = false;
+    oo.device = draw_device(&err);
+    fe_lm_session_options so = fe_lm_session_options_default();
+    so.max_seq_len = d->max_seq_len;
+    if (!oo.device || fe_lm_model_open(d->model, &oo, &m, &err) != FE_OK) {
         fprintf(io->err, "ferrum draw: %s\n", err.message);
-    } else if (fe_checkpoint_open(model, true, &gguf, &st, &cfg, &w, &err) != FE_OK) {
-        fprintf(io->err, "ferrum draw: %s\n", err.message);
-    } else if (fe_causal_create(dev, &w, &o, &m, &err) != FE_OK) {
-        fprintf(io->err, "ferrum draw: building %s's graph over its unread weights: %s\n", model,
+    } else if (fe_lm_session_create(m, &so, &s, &err) != FE_OK) {
+        fprintf(io->err, "ferrum draw: building %s's graph over its unread weights: %s\n", d->model,
                 err.message);
     } else {
-        code = write_dot(fe_causal_graph(m), d, "causal", io);
+        code = write_dot(fe_lm_session_graph(s), d, "causal", io);
     }
-    fe_causal_destroy(m);
-    fe_llama_weights_free(&w);
-    fe_gguf_close(gguf);
-    fe_safetensors_close(st);
-    fe_device_destroy(dev);
+    fe_lm_session_destroy(s);
+    fe_lm_model_close(m);
+    fe_device_destroy(oo.device);
     return code;
 }
 
