@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "core/alloc.h"
@@ -187,6 +188,27 @@ static int read_prompt_file(gen_args *a, FILE *err) {
     return FE_EXIT_OK;
 }
 
+/* "1,2,3": ids, each a count below 2^31, separated by single commas (the vocabulary's
+ * bound is the run's to check: it needs the model) */
+static bool ids_well_formed(const char *s) {
+    for (const char *p = s;; p++) {
+        const char *digits = p;
+        while (*p >= '0' && *p <= '9') p++;
+        if (p == digits || p - digits > 10 || strtoll(digits, NULL, 10) > INT32_MAX) return false;
+        if (*p == '\0') return true;
+        if (*p != ',') return false;
+    }
+}
+
+/* A file the run will read (not a folder, and readable), checked before anything loads. */
+static int check_readable_file(const char *option, const char *path, FILE *err) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || access(path, R_OK) != 0)
+        return refuse(err, "%s %s cannot be read: %s", option, path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) return refuse(err, "%s %s is a directory; give a file", option, path);
+    return FE_EXIT_OK;
+}
+
 /* The checks across options: all before a weight is read. */
 static int check(gen_args *a, FILE *err) {
     if (!a->model)
@@ -203,6 +225,11 @@ static int check(gen_args *a, FILE *err) {
         return refuse(err, "-t/--threads %lld is more than the %d CPUs this process may use; a "
                       "spinning worker pool past them crawls. Give -t 1..%d (or leave it out for "
                       "one per CPU)", (long long)a->threads, cpus, cpus);
+    if (a->prompt_ids && !ids_well_formed(a->prompt_ids))
+        return refuse(err, "--prompt-ids \"%s\" is not a list of token ids; give them as "
+                      "1,2,3 (no spaces)", a->prompt_ids);
+    if (a->tokenizer && check_readable_file("--tokenizer", a->tokenizer, err) != FE_EXIT_OK)
+        return FE_EXIT_USAGE;
     if (a->prompt_file) return read_prompt_file(a, err);
     return FE_EXIT_OK;
 }
