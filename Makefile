@@ -92,7 +92,7 @@ test: $(SETUP_STAMP)
 	FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests -j $(NPROC) $(TEST_BIN)
 
 test-extensive: all $(TEST_BIN)
-	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
+	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests -j $(NPROC) $(TEST_BIN)
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
