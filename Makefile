@@ -6,7 +6,7 @@
 # build made on an AVX-512 machine runs, slower, on one without it.
 #
 #   make            libferrum.a, libferrum.so and the ferrum CLI
-#   make test       installs what is missing, builds, runs the default test suite
+#   make test       installs what is missing, builds, runs the default test suite (-j$(nproc))
 #   make test-extensive   the suite plus the cases marked extensive
 #   make bench      builds and runs the benchmarks (prints the machine beside the numbers)
 #   make asan | ubsan     the test suite under AddressSanitizer / UBSan
