@@ -10,7 +10,7 @@
 #   make            libferrum.a, libferrum.so (libferrum.so.0.1.0, soname libferrum.so.0) and the ferrum CLI
 #   make install    headers, libraries and ferrum.pc under $(DESTDIR)$(PREFIX) (default /usr/local)
 #   make examples   installs into $(BUILD)/install and builds examples/ against it with pkg-config
-#   make test       installs what is missing, builds, runs the default test suite
+#   make test       installs what is missing, builds, runs the default test suite (-j$(nproc))
 #   make test-extensive   the suite plus the cases marked extensive
 #   make bench      builds and runs the benchmarks (prints the machine beside the numbers)
 #   make asan | ubsan     the test suite under AddressSanitizer / UBSan
@@ -155,7 +155,7 @@ test: $(SETUP_STAMP)
 	FERRUM_BIN=$(BUILD)/ferrum FERRUM_BUILD=$(BUILD) FERRUM_EXAMPLES=$(BUILD)/examples bash scripts/run-tests -j $(NPROC) $(TEST_BIN) scripts/test-examples scripts/check-layers
 
 test-extensive: all $(TEST_BIN)
-	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests $(TEST_BIN)
+	FERRUM_EXTENSIVE=1 FERRUM_BIN=$(BUILD)/ferrum bash scripts/run-tests -j $(NPROC) $(TEST_BIN)
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done

@@ -246,6 +246,7 @@ static const char *some_model(void) {
     return access(m, R_OK) == 0 ? m : "m.gguf";
 }
 
+/* and a --tokenizer that cannot be read, or --prompt-ids that are not ids: before load too */
 static void prompt_file_that_is_a_directory_is_refused_before_load(void **s) {
     (void)s;
     char dir[] = "/tmp/ferrum-promptdir-XXXXXX";
@@ -259,6 +260,13 @@ static void prompt_file_that_is_a_directory_is_refused_before_load(void **s) {
     RUN("generate", some_model(), "-f", missing);
     expect_usage_error("cannot be read");
     assert_non_null(strstr(res.err, missing));
+    assert_null(strstr(res.err, "mapping"));
+    RUN("generate", some_model(), "--tokenizer", dir);
+    expect_usage_error("--tokenizer");
+    assert_non_null(strstr(res.err, "is a directory"));
+    assert_null(strstr(res.err, "mapping"));
+    RUN("generate", some_model(), "--prompt-ids", "1,,2");
+    expect_usage_error("--prompt-ids \"1,,2\": \"\" is not an id; give comma-separated ids (1,2,3)");
     assert_null(strstr(res.err, "mapping"));
     assert_int_equal(rmdir(dir), 0);
 }

@@ -113,6 +113,13 @@ static int check(gen_args *a, FILE *err) {
     if (a->write_safetensors && (prompts || a->chat || a->check_accuracy || a->check_determinism))
         return refuse(err, "--write-safetensors writes the weights and stops; it takes no prompt, "
                       "--chat or checks");
+    if (a->prompt_ids) { /* its form now; the vocabulary's bound is the run's (it needs the model) */
+        int32_t *ids;
+        size_t n;
+        if (cli_parse_ids(a->prompt_ids, INT32_MAX, "generate", "--prompt-ids", &ids, &n, err) != FE_EXIT_OK)
+            return FE_EXIT_USAGE;
+        free(ids);
+    }
     if (a->prompt_file)
         return cli_read_text(a->prompt_file, stdin, "generate", "--prompt-file", &a->prompt_text, err);
     return FE_EXIT_OK;

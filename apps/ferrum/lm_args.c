@@ -53,6 +53,11 @@ int model_args_settle(model_args *a, const char *positional, const char *cmd, FI
     if (!a->model)
         return cli_refuse(err, cmd, "give a MODEL (a .gguf file, a safetensors checkpoint, or a "
                           "preset with --random-weights)");
+    struct stat sb;
+    if (a->tokenizer && (stat(a->tokenizer, &sb) != 0 || access(a->tokenizer, R_OK) != 0))
+        return cli_refuse(err, cmd, "--tokenizer %s cannot be read: %s", a->tokenizer, strerror(errno));
+    if (a->tokenizer && S_ISDIR(sb.st_mode))
+        return cli_refuse(err, cmd, "--tokenizer %s is a directory; give its tokenizer.json", a->tokenizer);
     int cpus = fe_device_cpus_allowed();
     if (a->threads > cpus)
         return cli_refuse(err, cmd, "-t/--threads %lld is more than the %d CPUs this process may "

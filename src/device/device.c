@@ -139,11 +139,11 @@ static fe_status apply_env(fe_device_options *o, fe_isa best, fe_error *err) {
         errno = 0;
         long n = strtol(w, &end, 10);
         if (errno || end == w || *end || n < 1)
-            return fe_error_set(err, FE_E_INVALID, "device: FERRUM_WORKERS=%s is not a worker "
+            return fe_error_set(err, FE_E_INVALID, "FERRUM_WORKERS=%s is not a worker "
                                 "count; give 1..%d (the CPUs this process may use), or unset it "
                                 "for one per CPU", w, cpus);
         if (n > cpus)
-            return fe_error_set(err, FE_E_INVALID, "device: FERRUM_WORKERS=%s is more than the %d "
+            return fe_error_set(err, FE_E_INVALID, "FERRUM_WORKERS=%s is more than the %d "
                                 "CPUs this process may use (sched_getaffinity); a spinning pool "
                                 "past them crawls. Give FERRUM_WORKERS=1..%d, or unset it for one "
                                 "per CPU", w, cpus, cpus);
@@ -152,11 +152,11 @@ static fe_status apply_env(fe_device_options *o, fe_isa best, fe_error *err) {
     if (o->max_isa == -1 && isa && *isa) {
         fe_isa cap;
         if (fe_isa_from_name(isa, &cap) != FE_OK)
-            return fe_error_set(err, FE_E_INVALID, "device: FERRUM_ISA=%s is not a kernel ISA; "
+            return fe_error_set(err, FE_E_INVALID, "FERRUM_ISA=%s is not a kernel ISA; "
                                 "give scalar, avx2 or avx512 (at most %s here), or unset it for "
                                 "the best this CPU has", isa, fe_isa_name(best));
         if (cap > best)
-            return fe_error_set(err, FE_E_UNSUPPORTED, "device: FERRUM_ISA=%s, but this CPU runs "
+            return fe_error_set(err, FE_E_UNSUPPORTED, "FERRUM_ISA=%s, but this CPU runs "
                                 "at most %s kernels; give FERRUM_ISA=%s or lower, or unset it",
                                 isa, fe_isa_name(best), fe_isa_name(best));
         o->max_isa = (int)cap;
