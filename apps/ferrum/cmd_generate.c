@@ -46,7 +46,8 @@ static int generate_options(gen_parse *p, arg_opt *t) {
         {"stop", 0, ARG_STRINGS, "STR", "stop when the text generated contains STR", NULL,
          .strs = a->stop, .count = &a->n_stop, .max = GEN_MAX_STOP},
         INT("max-seq-len", 'c', "N", &a->max_seq_len, 1, 1 << 24,
-            "min(4096, the model's context)", "the context: KV cache rows"),
+            "the prompt plus -n, rounded up to 256 (-n -1: 4096); at most the model's context",
+            "the context: KV cache rows"),
         INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
             "prompt rows per prefill call: smaller takes less scratch memory, larger amortises "
             "more"),

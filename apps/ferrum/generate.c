@@ -101,14 +101,17 @@ static int on_token(void *user, int32_t tok, const char *text, size_t len) {
     return 0;
 }
 
-/* The KV cache rows: --max-seq-len, else what the prompt and -n need, at least 4096, at most
- * the model's context. */
+/* The KV cache rows: --max-seq-len, else what the prompt and -n need (rounded up to a whole
+ * CACHE_ROW_STEP), or for -n -1 min(CACHE_ROWS_OPEN, the model's context); never past the
+ * context. Sized to the run, an f32 cache no longer dwarfs a small model's weights: SmolLM2
+ * with a 32-token prompt and -n 64 takes 256 rows (11 MiB), not 4096 (180 MiB). */
+enum { CACHE_ROW_STEP = 256, CACHE_ROWS_OPEN = 4096 };
 static int64_t cache_rows(const gen_run *r) {
     const gen_args *a = r->a;
     if (a->max_seq_len) return a->max_seq_len;
-    int64_t ctx = r->info.context > 0 ? r->info.context : 4096;
-    int64_t want = a->num_tokens < 0 ? ctx : r->n_ids + a->num_tokens + 1;
-    want = want > 4096 ? want : 4096;
+    int64_t ctx = r->info.context > 0 ? r->info.context : CACHE_ROWS_OPEN;
+    int64_t want = a->num_tokens < 0 ? CACHE_ROWS_OPEN : r->n_ids + a->num_tokens + 1;
+    want = (want + CACHE_ROW_STEP - 1) / CACHE_ROW_STEP * CACHE_ROW_STEP;
     return want < ctx ? want : ctx;
 }
 
