@@ -252,6 +252,7 @@ int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io) {
     sampling_choose_seed(&a.sampling, a.seed >= 0, io->err);
     chat c = {.a = &a, .io = io};
     code = model_open(&a.open, false, "chat", io, &c.m);
+    if (code == FE_EXIT_OK) model_read_in(c.m, io);
     if (code == FE_EXIT_OK) code = start(&c);
     if (code == FE_EXIT_OK) code = repl(&c);
     truncate_to(&c, 0);

@@ -75,16 +75,23 @@ static void show_progress(void *user, double done) {
                 done >= 1.0 || !tty ? "\n" : "");
 }
 
+/* Whether path has a checkpoint's form (.gguf, .safetensors, an index .json, or a folder);
+ * a name without it may be a preset the user meant for --random-weights. */
+static bool checkpoint_form(const char *path) {
+    size_t n = strlen(path);
+    struct stat sb;
+    for (const char *ext = ".gguf\0.safetensors\0.json\0"; *ext; ext += strlen(ext) + 1)
+        if (n >= strlen(ext) && strcmp(path + n - strlen(ext), ext) == 0) return true;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int model_open(const model_args *a, bool header_only, const char *cmd, const fe_cli_io *io,
                fe_lm_model **m) {
     fe_lm_open_options o = fe_lm_open_options_default();
     o.tokenizer = a->tokenizer;
     o.threads = (int)a->threads;
     o.header_only = header_only;
-    if (!header_only) {
-        o.progress = show_progress;
-        o.progress_user = (void *)io;
-    }
+    o.prefault = false; /* model_read_in, once the command has checked what needs the model */
     if (a->random_weights) {
         o.random_weights = true;
         o.seed = a->random_seed;
@@ -97,12 +104,16 @@ int model_open(const model_args *a, bool header_only, const char *cmd, const fe_
     }
     fe_error err = {0};
     fe_status st = fe_lm_model_open(a->model, &o, m, &err);
-    if (st == FE_E_INVALID && !a->random_weights)
+    if (st != FE_OK && !a->random_weights && !checkpoint_form(a->model))
         fprintf(io->err, "ferrum %s: %s; or give shapes (a preset or config.json) with "
                 "--random-weights\n", cmd, err.message);
     else if (st != FE_OK)
         cli_fail(io->err, cmd, "", err.message);
     return st == FE_OK ? FE_EXIT_OK : FE_EXIT_FAILURE;
+}
+
+void model_read_in(fe_lm_model *m, const fe_cli_io *io) {
+    fe_lm_model_prefault(m, show_progress, (void *)io);
 }
 
 int sampling_options(fe_lm_sampling *s, int64_t *seed, arg_opt *t) {

@@ -39,10 +39,14 @@ int model_options(model_args *a, bool threads, arg_opt *t);
  * FE_EXIT_USAGE after a line on err naming `cmd`, the rule and the fix. */
 int model_args_settle(model_args *a, const char *positional, const char *cmd, FILE *err);
 /* Opens the model (header_only: reads no weight byte and says nothing; else says what it
- * maps or draws and shows the weights' pages coming in). FE_EXIT_OK with *m set (the caller
+ * maps or draws; model_read_in then reads the mapped pages in). FE_EXIT_OK with *m set (the caller
  * closes it), or FE_EXIT_FAILURE after the reason on io->err. */
 int model_open(const model_args *a, bool header_only, const char *cmd, const fe_cli_io *io,
                fe_lm_model **m);
+/* Reads the model's weight pages in, with a progress line on io->err: after the checks that
+ * need the model (the prompt against its tokenizer) and before the first prompt, which would
+ * otherwise pay the page faults. */
+void model_read_in(fe_lm_model *m, const fe_cli_io *io);
 
 /* Writes the table entries --temperature, --top-k, --top-p, --min-p, --repeat-penalty,
  * --repeat-last-n, --presence-penalty, --frequency-penalty and -s/--seed (at most

@@ -125,6 +125,9 @@ FE_API fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *ou
 /* Bytes of the weights now resident in memory (mapped pages in core, or all when in memory;
  * 0 when opened header-only). */
 FE_API size_t fe_lm_model_resident_bytes(const fe_lm_model *m);
+/* Reads every weight page in now (a model opened with prefault false), calling progress
+ * (may be NULL) with the fraction done; nothing for weights in memory or unread. */
+FE_API void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user);
 /* Writes the weights (f32/bf16/f16) and config.json to the folder `dir` as a Hugging Face
  * checkpoint (model.safetensors, config.json). */
 FE_API fe_status fe_lm_model_write_safetensors(fe_lm_model *m, const char *dir);

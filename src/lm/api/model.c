@@ -121,6 +121,11 @@ fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_
     return FE_OK;
 }
 
+void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {
+    if (m && !m->w.unread && m->format != FE_LM_FORMAT_RANDOM)
+        fe_llama_weights_prefault(&m->w, progress, user);
+}
+
 static const char *format_names[] = {"GGUF", "safetensors", "random"};
 
 fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out) {
