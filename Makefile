@@ -115,14 +115,15 @@ install: $(BUILD)/libferrum.a $(BUILD)/libferrum.so
 	install -m 644 $(BUILD)/ferrum.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferrum.pc
 
 # The examples build as a user's program would: against an installed ferrum, through
-# pkg-config only (the rpath lets them run from the build tree).
+# pkg-config only (the rpath lets them run from the build tree). Under a sanitizer build
+# they take its flags too, so its runtime comes first in the program, as it must.
 EXAMPLE_PREFIX = $(abspath $(BUILD)/install)
 $(BUILD)/install/.done: $(BUILD)/libferrum.a $(BUILD)/libferrum.so $(wildcard include/ferrum/*.h) ferrum.pc.in
 	$(MAKE) --no-print-directory install PREFIX=$(EXAMPLE_PREFIX) DESTDIR=
 	@touch $@
 $(BUILD)/examples/%: examples/%.c $(BUILD)/install/.done
 	@mkdir -p $(@D)
-	$(CC) -std=c11 $(OPT) -Wall -Wextra -Wpedantic -Werror -o $@ $< \
+	$(CC) -std=c11 $(OPT) $(SAN) -Wall -Wextra -Wpedantic -Werror -o $@ $< \
 	  $$(PKG_CONFIG_PATH=$(EXAMPLE_PREFIX)/lib/pkgconfig pkg-config --cflags --libs ferrum) \
 	  -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
 examples: $(EXAMPLE_BIN)
