@@ -117,44 +117,57 @@ static void expect_usage_error(const char *needle) {
     if (!strstr(res.err, needle)) fail_msg("expected \"%s\" in: %s", needle, res.err);
 }
 
+/* an argv (after "ferrum") the CLI must refuse with exit status 2, and what it must say */
+typedef struct refusal {
+    const char *argv[6];
+    const char *says;
+} refusal;
+
+static void expect_refusals(const refusal *r, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char *argv[8] = {"ferrum"};
+        int argc = 1;
+        for (int k = 0; k < 6 && r[i].argv[k]; k++) argv[argc++] = r[i].argv[k];
+        res.code = cli_run(argc, argv, res.out, sizeof res.out, res.err, sizeof res.err);
+        expect_usage_error(r[i].says);
+    }
+}
+
 static void an_unknown_last_option_is_called_unknown(void **s) {
     (void)s;
-    RUN("generate", "m.gguf", "--frobnicate");
-    expect_usage_error("unknown option \"--frobnicate\"; `ferrum generate --help` lists them");
-    RUN("generate", "m.gguf", "--frobnicate=3");
-    expect_usage_error("unknown option \"--frobnicate=3\"");
-    RUN("draw", "--frobnicate");
-    expect_usage_error("unknown option \"--frobnicate\"");
-    RUN("ops", "-q");
-    expect_usage_error("unknown option \"-q\"");
+    static const refusal r[] = {
+        {{"generate", "m.gguf", "--frobnicate"},
+         "unknown option \"--frobnicate\"; `ferrum generate --help` lists them"},
+        {{"generate", "m.gguf", "--frobnicate=3"}, "unknown option \"--frobnicate=3\""},
+        {{"draw", "--frobnicate"}, "unknown option \"--frobnicate\""},
+        {{"ops", "-q"}, "unknown option \"-q\""},
+    };
+    expect_refusals(r, sizeof r / sizeof r[0]);
 }
 
 static void a_missing_value_says_what_the_option_needs(void **s) {
     (void)s;
-    RUN("generate", "m.gguf", "--num-tokens");
-    expect_usage_error("--num-tokens needs a value: an integer in -1..1048576");
-    RUN("generate", "m.gguf", "-p");
-    expect_usage_error("-p (--prompt) needs a value: a nonempty TEXT");
-    RUN("draw", "--out");
-    expect_usage_error("--out needs a value");
+    static const refusal r[] = {
+        {{"generate", "m.gguf", "--num-tokens"}, "--num-tokens needs a value: an integer in -1..1048576"},
+        {{"generate", "m.gguf", "-p"}, "-p (--prompt) needs a value: a nonempty TEXT"},
+        {{"draw", "--out"}, "--out needs a value"},
+    };
+    expect_refusals(r, sizeof r / sizeof r[0]);
 }
 
 static void a_bad_value_names_the_option_the_value_and_the_range(void **s) {
     (void)s;
-    RUN("generate", "m.gguf", "-n", "abc");
-    expect_usage_error("-n (--num-tokens) \"abc\" is not valid; give an integer in -1..1048576");
-    RUN("generate", "m.gguf", "--top-p=2");
-    expect_usage_error("--top-p \"2\" is not valid; give a number in (0, 1]");
-    RUN("generate", "m.gguf", "--dtype", "f16");
-    expect_usage_error("--dtype \"f16\" is not valid; give one of bf16, f32");
-    RUN("generate", "m.gguf", "--repeat-penalty", "0");
-    expect_usage_error("(0, 100]");
-    RUN("generate", "m.gguf", "--presence-penalty", "3");
-    expect_usage_error("[-2, 2]");
-    RUN("generate", "m.gguf", "--chat=yes");
-    expect_usage_error("--chat takes no value");
-    RUN("draw", "--max-seq-len", "0");
-    expect_usage_error("--max-seq-len \"0\" is not valid; give an integer in 1..16777216");
+    static const refusal r[] = {
+        {{"generate", "m.gguf", "-n", "abc"},
+         "-n (--num-tokens) \"abc\" is not valid; give an integer in -1..1048576"},
+        {{"generate", "m.gguf", "--top-p=2"}, "--top-p \"2\" is not valid; give a number in (0, 1]"},
+        {{"generate", "m.gguf", "--dtype", "f16"}, "--dtype \"f16\" is not valid; give one of bf16, f32"},
+        {{"generate", "m.gguf", "--repeat-penalty", "0"}, "(0, 100]"},
+        {{"generate", "m.gguf", "--presence-penalty", "3"}, "[-2, 2]"},
+        {{"generate", "m.gguf", "--chat=yes"}, "--chat takes no value"},
+        {{"draw", "--max-seq-len", "0"}, "--max-seq-len \"0\" is not valid; give an integer in 1..16777216"},
+    };
+    expect_refusals(r, sizeof r / sizeof r[0]);
 }
 
 static void a_value_that_looks_like_an_option_is_refused(void **s) {
