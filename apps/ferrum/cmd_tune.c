@@ -113,7 +113,7 @@ static void print_table(FILE *f, const fe_tune_result *r) {
 int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
     bool remeasure = false, json = false;
     double budget = 300;
-    const char *values[MAX_SETTINGS], *ladder = NULL;
+    const char *values[MAX_SETTINGS], *ladder = NULL, *profile_path = NULL;
     int n_values = 0;
     const arg_opt opts[] = {
         {"value", 0, ARG_STRINGS, "NAME=N", "a per-call value (kv_valid=100); others are at "
@@ -121,6 +121,8 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
          .max = MAX_SETTINGS},
         {"ladder", 0, ARG_STRING, "NAME", "a per-call value the work follows (kv_valid, rows): "
          "measured at 4 points across its range and priced at their mean", NULL, .s = &ladder},
+        {"profile", 0, ARG_STRING, "FILE", "a profile (JSON, as `ferrum ops` tunables): the "
+         "tunables it gives are held, not searched", NULL, .s = &profile_path},
         {"remeasure", 0, ARG_FLAG, NULL, "measure again, ignoring (and replacing) the cost "
          "cache", NULL, .flag = &remeasure},
         {"budget-ms", 0, ARG_FLOAT, "MS", "time one figure may take before its repeats stop",
@@ -155,15 +157,22 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
                     "kv_valid=100\n", values[i]);
             return FE_EXIT_USAGE;
         }
+    fe_error err;
+    fe_profile *profile = NULL;
+    if (profile_path && fe_profile_load(profile_path, &profile, &err) != FE_OK) {
+        fprintf(io->err, "ferrum tune: %s\n", err.message);
+        return FE_EXIT_USAGE;
+    }
     fe_device_options dopts = fe_device_options_default();
     fe_device *dev = NULL;
-    fe_error err;
     if (fe_device_create(&dopts, &dev, &err) != FE_OK) {
         fprintf(io->err, "ferrum tune: %s\n", err.message);
+        fe_profile_destroy(profile);
         return FE_EXIT_FAILURE;
     }
     fe_tune_request req = {.op = pos[0], .settings = settings, .n_settings = r.n_positional - 1,
-                           .values = vals, .n_values = n_values, .ladder = ladder};
+                           .values = vals, .n_values = n_values, .ladder = ladder,
+                           .profile = profile};
     fe_tune_options o = fe_tune_options_default();
     o.remeasure = remeasure;
     o.budget_ms = budget;
@@ -173,6 +182,7 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
     if (st != FE_OK) {
         fprintf(io->err, "ferrum tune: %s\n", err.message);
         fe_device_destroy(dev);
+        fe_profile_destroy(profile);
         return st == FE_E_INVALID || st == FE_E_NOTFOUND || st == FE_E_SHAPE || st == FE_E_DTYPE
                    ? FE_EXIT_USAGE : FE_EXIT_FAILURE;
     }
@@ -187,5 +197,6 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
     }
     fe_tune_result_destroy(res);
     fe_device_destroy(dev);
+    fe_profile_destroy(profile);
     return FE_EXIT_OK;
 }

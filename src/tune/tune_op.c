@@ -167,8 +167,14 @@ static fe_status gate(fe_kernel *def_k, fe_kernel *k, const fe_tune_shape *s,
                       fe_tune_buffers *b, gate_state *g, fe_tune_row *row, fe_error *err) {
     const fe_op *op = s->op;
     void *got[FE_MAX_OPERANDS];
-    fe_status st = run_outputs(k, s, b, false, got, err);
-    if (st != FE_OK) return st;
+    fe_error run_err;
+    fe_status st = run_outputs(k, s, b, false, got, &run_err);
+    if (st == FE_E_NOMEM) return fe_error_set(err, st, "%s", run_err.message);
+    if (st != FE_OK) { /* the kernel refuses to run at this shape: not a candidate */
+        row->verdict = FE_TUNE_REFUSED;
+        snprintf(row->reason, sizeof row->reason, "%s", run_err.message);
+        return FE_OK;
+    }
     bool same = true;
     for (int i = 0; i < op->n_operands; i++)
         if (got[i] && memcmp(got[i], g->def[i], b->bytes[i]) != 0) same = false;
