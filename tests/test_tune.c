@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -209,6 +210,38 @@ static void gate_refuses_bit_changes_where_tol_is_0(void **s) {
     assert_non_null(strstr(why, "from the reference"));
 }
 
+static void nap(long us) {
+    struct timespec t = {0, us * 1000};
+    nanosleep(&t, NULL);
+}
+
+static void uneven(void *ctx) { /* every other call naps 2 ms: a spread no figure survives */
+    int *n = ctx;
+    if ((*n)++ % 2) nap(2000);
+}
+
+static void off_cpu(void *ctx) { /* the wall clock runs, the process's CPU time does not */
+    (void)ctx;
+    nap(300);
+}
+
+static void probes_refuse_a_wide_spread_and_time_off_the_cpu(void **s) {
+    (void)s;
+    fe_tune_options o = quick();
+    o.budget_ms = 20;
+    o.attempts = 2;
+    char why[200];
+    int n = 0;
+    fe_cost_figure f = fe_tune_probe(uneven, &n, 1, &o, why, sizeof why);
+    assert_false(f.reliable);
+    assert_non_null(strstr(why, "spread (p90-p10)/median"));
+    assert_non_null(strstr(why, "in 2 tries"));
+    f = fe_tune_probe(off_cpu, NULL, 1, &o, why, sizeof why);
+    assert_false(f.reliable);
+    assert_non_null(strstr(why, "another process took the CPU"));
+    assert_true(f.samples > 0 && f.median_ns > 0); /* the last figure is kept, to show */
+}
+
 static fe_cost_cache *open_cache(void) {
     fe_cost_cache *c = NULL;
     fe_error err;
@@ -368,6 +401,9 @@ static void cli_tune_errors_name_the_rule_and_the_fix(void **s) {
     RUN("tune", "GEMV", "rows_per_step=3");
     assert_int_equal(code, 2);
     assert_non_null(strstr(errs, "outside its domain"));
+    RUN("tune", "GEMV", "--profile", "/nonexistent/profile.json");
+    assert_int_equal(code, 2);
+    assert_non_null(strstr(errs, "/nonexistent/profile.json"));
     RUN("tune");
     assert_int_equal(code, 2);
     assert_non_null(strstr(errs, "give an operator"));
@@ -406,6 +442,7 @@ int main(void) {
         cmocka_unit_test(tune_lists_the_default_and_each_searched_value_not_the_held),
         cmocka_unit_test(a_second_tune_of_the_same_key_is_a_cache_hit),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
+        cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
         cmocka_unit_test(cache_keys_on_design_values_and_input),
         cmocka_unit_test(malformed_cache_files_are_refused_by_name_and_replaced),
         cmocka_unit_test(tune_reports_a_malformed_cache_file_and_measures),
