@@ -12,13 +12,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char root[64] = "/tmp/ferrum-fuzz-cost-XXXXXX";
+
+static void remove_root(void) {
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0) fprintf(stderr, "fuzz_cost_cache: could not remove %s\n", root);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static fe_device *dev;
     static fe_cost_cache *cache;
-    static char root[64] = "/tmp/ferrum-fuzz-cost-XXXXXX";
     if (!dev) {
         fe_device_options o = {.n_workers = 1, .max_isa = -1, .pin = false};
-        if (!mkdtemp(root) || fe_device_create(&o, &dev, NULL) != FE_OK ||
+        if (!mkdtemp(root) || atexit(remove_root) != 0 || fe_device_create(&o, &dev, NULL) != FE_OK ||
             fe_cost_cache_open(dev, root, &cache, NULL) != FE_OK)
             return 0;
     }
