@@ -165,6 +165,14 @@ static void tune_lists_the_default_and_each_searched_value_not_the_held(void **s
     /* int8_dot = 1 without act_int8: resolve turns it off, the default's design again */
     assert_int_equal(find_row(r, "int8_dot=1")->verdict, FE_TUNE_SAME_DESIGN);
     fe_tune_result_destroy(r);
+    /* a per-call value given runs (and keys the cache) at that value */
+    fe_setting rows = {"rows", 16};
+    req.values = &rows;
+    req.n_values = 1;
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    assert_non_null(strstr(fe_tune_result_shape(r), "values rows=16 batches=1"));
+    assert_true(fe_tune_result_row(r, 0)->bytes == 16.0 * 64 * 2 + 64 * 4 + 16 * 4);
+    fe_tune_result_destroy(r);
 }
 
 static void a_second_tune_of_the_same_key_is_a_cache_hit(void **s) {
