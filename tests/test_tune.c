@@ -371,50 +371,40 @@ static void the_ladder_prices_a_value_over_its_range(void **s) {
 
 #define RUN(...) CLI_RUN_INTO(code, out, errs, __VA_ARGS__)
 
+/* Each wrong command line is a usage error (exit 2) whose message says what is wrong. */
 static void cli_tune_errors_name_the_rule_and_the_fix(void **s) {
     (void)s;
+    static const struct {
+        const char *argv[5];
+        const char *want;
+    } bad[] = {
+        {{"tune", "GEMV", "Q=3"}, "GEMV has no extent, param or tunable named \"Q\"; it takes "
+                                  "extents: B N K; params: epilogue"},
+        {{"tune", "NoSuchOp"}, "no operator named \"NoSuchOp\""},
+        {{"tune", "GEMV", "N"}, "\"N\" is not NAME=VALUE"},
+        {{"tune", "GEMV", "N=abc"}, "N=abc"},
+        {{"tune", "GEMV", "N=0"}, "give a positive integer"},
+        {{"tune", "GEMV", "dtype=f99"}, "dtype=f99 is not a dtype"},
+        {{"tune", "GEMV", "epilogue=fancy"}, "no choice \"fancy\""},
+        {{"tune", "GEMV", "case=nope"}, "GEMV has no case \"nope\"; give one of: bf16/small"},
+        /* the op's own refusal, passed on */
+        {{"tune", "GEMV", "K=100", "dtype=q8_0"}, "block dtypes need K a multiple of 32"},
+        {{"tune", "GEMV", "--value", "rowz=3"}, "--value rowz=3"},
+        {{"tune", "GEMV", "rows_per_step=3"}, "outside its domain"},
+        {{"tune", "GEMV", "--profile", "/nonexistent/profile.json"}, "/nonexistent/profile.json"},
+        {{"tune"}, "give an operator"},
+    };
     char out[8192], errs[2048];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *argv[6] = {"ferrum"};
+        int argc = 1;
+        while (argc < 6 && bad[i].argv[argc - 1]) argv[argc] = bad[i].argv[argc - 1], argc++;
+        int code = cli_run(argc, argv, out, sizeof out, errs, sizeof errs);
+        if (code != 2 || !strstr(errs, bad[i].want))
+            fail_msg("ferrum %s %s: exit %d, stderr \"%s\"; want exit 2 and \"%s\"",
+                     bad[i].argv[0], bad[i].argv[1] ? bad[i].argv[1] : "", code, errs, bad[i].want);
+    }
     int code;
-    RUN("tune", "GEMV", "Q=3");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "GEMV has no extent, param or tunable named \"Q\""));
-    assert_non_null(strstr(errs, "extents: B N K"));
-    RUN("tune", "NoSuchOp");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "no operator named \"NoSuchOp\""));
-    RUN("tune", "GEMV", "N");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "\"N\" is not NAME=VALUE"));
-    RUN("tune", "GEMV", "N=abc");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "N=abc"));
-    RUN("tune", "GEMV", "N=0");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "give a positive integer"));
-    RUN("tune", "GEMV", "dtype=f99");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "dtype=f99 is not a dtype"));
-    RUN("tune", "GEMV", "epilogue=fancy");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "no choice \"fancy\""));
-    RUN("tune", "GEMV", "case=nope");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "GEMV has no case \"nope\"; give one of: bf16/small"));
-    RUN("tune", "GEMV", "K=100", "dtype=q8_0"); /* the op's own refusal, passed on */
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "block dtypes need K a multiple of 32"));
-    RUN("tune", "GEMV", "--value", "rowz=3");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "--value rowz=3"));
-    RUN("tune", "GEMV", "rows_per_step=3");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "outside its domain"));
-    RUN("tune", "GEMV", "--profile", "/nonexistent/profile.json");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "/nonexistent/profile.json"));
-    RUN("tune");
-    assert_int_equal(code, 2);
-    assert_non_null(strstr(errs, "give an operator"));
     RUN("tune", "--help");
     assert_int_equal(code, 0);
     assert_non_null(strstr(out, "ferrum tune GEMV N=2048"));
