@@ -5,7 +5,9 @@
  *                 "p10_ns": 80100, "p90_ns": 83000, "samples": 48, "reliable": true}]}
  * An entry is keyed on the per-call values and the inputs' hash. A file that is not that
  * shape is refused whole, with a message naming it; the next put replaces it. Files are
- * written to a temporary and renamed, so a reader never sees half of one. */
+ * written to a temporary and renamed, so a reader never sees half of one. `ferrum tune OP`
+ * fills it today; the graph's cost table and joint narrowing (later parts of the tuner) are
+ * to read it through the same key rather than measure again. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
