@@ -107,7 +107,9 @@ static void print_table(FILE *f, const fe_tune_result *r) {
                 row->reason);
     }
     fprintf(f, "\n%s\n", any_best ? "* the fastest reliable candidate"
-                                  : "no reliable figure: the machine was busy; run again");
+                                  : "no best: the fastest figures are unreliable (another process "
+                                    "took the CPU, or the spread was wide); run again on an idle "
+                                    "machine (--remeasure)");
 }
 
 int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {

@@ -113,7 +113,8 @@ typedef struct fe_tune_row {
     char reason[512];   /* why it is gated out, refused or the same ("" for candidates) */
     uint64_t design;
     bool cached;        /* every figure came from the cache */
-    bool best;          /* the fastest reliable candidate */
+    bool best;          /* the fastest reliable candidate, when no unreliable figure is
+                         * faster (else no row is best) */
     fe_cost_figure cost; /* priced: at the values, or the ladder's mean */
     double flops, bytes; /* the op's cost model at the same values (the ladder's mean) */
 } fe_tune_row;

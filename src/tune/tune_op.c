@@ -239,6 +239,8 @@ static int plan_settings(const fe_kernel *def_k, const fe_device_info *dev, fe_s
     return n;
 }
 
+/* The best is the fastest reliable candidate, and only when no unreliable figure is faster:
+ * a setting whose figure was refused might be the real best, so none is named then. */
 static void mark_best(fe_tune_result *r) {
     int best = -1;
     for (int i = 0; i < r->n; i++) {
@@ -247,6 +249,10 @@ static void mark_best(fe_tune_result *r) {
             (best < 0 || row->cost.median_ns < r->rows[best].cost.median_ns))
             best = i;
     }
+    for (int i = 0; best >= 0 && i < r->n; i++)
+        if (r->rows[i].verdict == FE_TUNE_CANDIDATE && !r->rows[i].cost.reliable &&
+            r->rows[i].cost.median_ns < r->rows[best].cost.median_ns)
+            best = -1;
     if (best >= 0) r->rows[best].best = true;
 }
 
