@@ -112,7 +112,8 @@ typedef struct fe_tune_row {
     fe_tune_verdict verdict;
     char reason[512];   /* why it is gated out, refused or the same ("" for candidates) */
     uint64_t design;
-    bool cached;        /* every figure came from the cache */
+    bool cached;        /* every figure came from the cache (only reliable figures are
+                         * reused; an unreliable one is measured again) */
     bool best;          /* the fastest reliable candidate, when no unreliable figure is
                          * faster (else no row is best) */
     fe_cost_figure cost; /* priced: at the values, or the ladder's mean */

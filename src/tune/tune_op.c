@@ -3,8 +3,9 @@
  * every searched tunable's domain (joint search over several tunables is the later joint
  * narrowing's). A setting that resolves to a design already listed is shown once; one whose
  * output fails the gate is listed with the reason and not timed. Costs come from the cost
- * cache when it holds the key (design, per-call values, input hash), else are measured alone
- * on the pool and stored. */
+ * cache when it holds a reliable figure for the key (design, per-call values, input hash),
+ * else are measured alone on the pool and stored (an unreliable figure too, marked so, and
+ * measured again next time). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -105,6 +106,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             fe_status st = fe_cost_cache_get(cache, &key, &f, &hit, &cerr);
             if (st == FE_E_FORMAT || st == FE_E_IO) note(r, cerr.message);
             else if (st != FE_OK) return fe_error_set(err, st, "%s", cerr.message);
+            hit = hit && f.reliable; /* an unreliable figure is measured again */
         }
         if (!hit) {
             row->cached = false;
@@ -117,8 +119,6 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
             if (!f.reliable) snprintf(row->reason, sizeof row->reason, "unreliable: %s", why);
             if (fe_cost_cache_put(cache, &key, &f, label, &cerr) != FE_OK) note(r, cerr.message);
-        } else if (!f.reliable) {
-            snprintf(row->reason, sizeof row->reason, "unreliable (as cached)");
         }
         double fl, by;
         fe_kernel_cost(k, vals, op->n_values, &fl, &by);
