@@ -22,7 +22,8 @@ static const char tune_synopsis[] =
     "on the pool and kept in the cost cache (${FERRUM_CACHE_HOME:-~/.cache/ferrum}/costs).\n\n"
     "NAME=VALUE gives an extent (N=2048), a param (epilogue=swiglu), a tunable (held, not\n"
     "searched: rows_per_step=4), dtype=DTYPE, or case=NAME (the catalog case the shape\n"
-    "starts from; `ferrum ops OP` prints the names). Example:\n"
+    "starts from; `ferrum ops OP` prints the names: params, tunables, per-call values,\n"
+    "extents and cases). Example:\n"
     "  ferrum tune GEMV N=2048 K=2048 B=1 dtype=q8_0\n";
 
 /* "N=2048" into a setting: a number where the value is one, else the text (a choice name). */
