@@ -60,4 +60,10 @@ void fe_op_describe(const fe_op *op, FILE *f) {
     for (int i = 0; i < op->n_kernels; i++)
         fprintf(f, " %s(tile %d)", fe_isa_name(op->kernels[i].isa), op->kernels[i].tile);
     fprintf(f, "\n  tolerance: |got - ref| <= %g + %g*|ref|\n", op->atol, op->rtol);
+    /* what `ferrum tune OP NAME=VALUE...` names besides params and tunables */
+    fprintf(f, "  extents:");
+    for (int i = 0; i < op->n_extents; i++) fprintf(f, " %s", op->extents[i]);
+    fprintf(f, "\n  cases:");
+    for (int i = 0; i < op->n_cases; i++) fprintf(f, "%s %s", i ? "," : "", op->cases[i].name);
+    fprintf(f, "\n");
 }

@@ -18,6 +18,7 @@ struct fe_kernel {
     fe_tensor operands[FE_MAX_OPERANDS]; /* compiled shapes and dtypes */
     int64_t ext[FE_MAX_EXTENTS];
     int width;
+    int source[FE_MAX_TUNABLES]; /* where each tunable came from (fe_tunable_source) */
     void *ws;       /* the op's workspace, sized at create for the full extents */
     size_t ws_bytes;
     fe_args args; /* bound per run; kept here so a run allocates nothing */
@@ -123,9 +124,9 @@ static fe_status set_call_site_tunables(fe_op_ctx *c, const fe_op_request *req) 
 }
 
 /* Fills every tunable by precedence and checks each against its domain. */
-static fe_status resolve_tunables(fe_op_ctx *c, const fe_op_request *req) {
+static fe_status resolve_tunables(fe_op_ctx *c, const fe_op_request *req,
+                                  int source[FE_MAX_TUNABLES]) {
     const fe_op *op = c->op;
-    int source[FE_MAX_TUNABLES];
     fe_status st = set_call_site_tunables(c, req);
     if (st != FE_OK) return st;
     for (int i = 0; i < op->n_tunables; i++) source[i] = c->tunable_set[i] ? 0 : -1;
@@ -194,9 +195,10 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
         c.operands[i] = t;
         c.present[i] = t.rank > 0;
     }
+    int source[FE_MAX_TUNABLES] = {0};
     fe_status st = set_params(&c, req);
     if (st == FE_OK) st = op->infer(&c);
-    if (st == FE_OK) st = resolve_tunables(&c, req);
+    if (st == FE_OK) st = resolve_tunables(&c, req, source);
     if (st != FE_OK) return st;
 
     const fe_kernel_decl *pick = NULL;
@@ -222,6 +224,7 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
     memcpy(d->params, c.params, sizeof d->params);
     memcpy(d->tunables, c.tunables, sizeof d->tunables);
     memcpy(k->ext, c.ext, sizeof k->ext);
+    memcpy(k->source, source, sizeof k->source);
     int wi = fe_op_tunable_index(op, "WIDTH");
     k->width = wi >= 0 ? (int)d->tunables[wi] : 1;
     d->key = design_key(d);
@@ -377,6 +380,10 @@ uint64_t fe_kernel_design_key(const fe_kernel *k) { return k->design.key; }
 fe_isa fe_kernel_isa(const fe_kernel *k) { return k->design.isa; }
 const fe_design *fe_kernel_design(const fe_kernel *k) { return &k->design; }
 const int64_t *fe_kernel_extents(const fe_kernel *k) { return k->ext; }
+
+fe_tunable_source fe_kernel_tunable_source(const fe_kernel *k, int i) {
+    return (fe_tunable_source)k->source[i];
+}
 
 int64_t fe_kernel_tunable(const fe_kernel *k, const char *name) {
     int i = fe_op_tunable_index(k->design.op, name);

@@ -16,6 +16,15 @@ fe_status fe_kernel_run_reference(fe_kernel *k, const fe_tensor *operands, int n
 /* The kernel function a dispatch runs and the workers it runs on (the resolved WIDTH). */
 fe_kernel_fn fe_kernel_function(const fe_kernel *k);
 int fe_kernel_width(const fe_kernel *k);
+/* Where tunable i of the design came from, by the precedence (the tuner holds what the call
+ * site or the profile gave and searches the rest). */
+typedef enum {
+    FE_TUNABLE_FROM_CALL_SITE = 0,
+    FE_TUNABLE_FROM_PROFILE,
+    FE_TUNABLE_FROM_RESOLVE,
+    FE_TUNABLE_FROM_DEFAULT,
+} fe_tunable_source;
+fe_tunable_source fe_kernel_tunable_source(const fe_kernel *k, int i);
 /* The scratch the op needs; made with shared_workspace, the caller sets args->ws to it. */
 size_t fe_kernel_workspace_bytes(const fe_kernel *k);
 /* Matches a profile entry for a request being made (tunable_profile.c). Sets tunables not yet set;

@@ -1,0 +1,100 @@
+/* tune/probe.c: timing one thing alone. Warm-up, then repeats until the median settles or
+ * the budget ends. A figure is refused when its spread ((p90 - p10) / median) is wide or
+ * when the process got less CPU time than its workers would use over the wall time (another
+ * process took a core): then it is measured again, up to the attempts allowed, and reported
+ * unreliable rather than trusted. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "tune/tune.h"
+
+
+enum { MIN_SAMPLES = 31, MIN_NS = 20000000, MAX_SAMPLES = 4096, WARMUP = 3 };
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the process's CPU time over all its threads (exact, unlike getrusage's ticks) */
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double pct(const double *sorted, int n, double p) {
+    return sorted[(int)floor(p * (n - 1) + 0.5)];
+}
+
+/* One figure: samples until the median of all of them and of the first half agree within
+ * 2 % (at least MIN_SAMPLES), or the budget ends. cpu_share: process CPU / wall. */
+static fe_cost_figure measure(fe_probe_fn fn, void *ctx, double budget_ns, double *samples,
+                              double *cpu_share) {
+    for (int i = 0; i < WARMUP; i++) fn(ctx);
+    double cpu0 = cpu_seconds();
+    uint64_t t0 = fe_time_ns();
+    int n = 0;
+    double sorted[MAX_SAMPLES];
+    while (n < MAX_SAMPLES) {
+        uint64_t a = fe_time_ns();
+        fn(ctx);
+        samples[n++] = (double)(fe_time_ns() - a);
+        double spent = (double)(fe_time_ns() - t0);
+        if (n >= MIN_SAMPLES && (n & 7) == 0 && (spent >= MIN_NS || spent > budget_ns)) {
+            memcpy(sorted, samples, (size_t)n * sizeof *sorted);
+            qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+            double all = pct(sorted, n, 0.5);
+            memcpy(sorted, samples, (size_t)(n / 2) * sizeof *sorted);
+            qsort(sorted, (size_t)(n / 2), sizeof *sorted, cmp_double);
+            double half = pct(sorted, n / 2, 0.5);
+            if (fabs(all - half) <= 0.02 * all) break;
+        }
+        if (spent > budget_ns && n >= 5) break;
+    }
+    double wall = (double)(fe_time_ns() - t0) * 1e-9;
+    *cpu_share = wall > 0 ? (cpu_seconds() - cpu0) / wall : 0;
+    memcpy(sorted, samples, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    return (fe_cost_figure){.median_ns = pct(sorted, n, 0.5), .p10_ns = pct(sorted, n, 0.1),
+                            .p90_ns = pct(sorted, n, 0.9), .samples = n};
+}
+
+fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
+                             char *why, size_t why_n) {
+    double *samples = fe_malloc(MAX_SAMPLES * sizeof *samples);
+    fe_cost_figure f = {0};
+    why[0] = 0;
+    if (!samples) {
+        snprintf(why, why_n, "out of memory for the samples");
+        return f;
+    }
+    int attempts = o->attempts > 0 ? o->attempts : 1;
+    for (int a = 0; a < attempts; a++) {
+        double share;
+        f = measure(fn, ctx, o->budget_ms * 1e6, samples, &share);
+        double spread = f.median_ns > 0 ? (f.p90_ns - f.p10_ns) / f.median_ns : INFINITY;
+        /* the pool's workers spin between steps: a step of `width` keeps about that many
+         * cores busy; much less CPU than that means they were descheduled */
+        double want = 0.75 * width;
+        if (spread > o->max_spread)
+            snprintf(why, why_n, "spread (p90-p10)/median %.0f%% > %.0f%% in %d tries",
+                     100 * spread, 100 * o->max_spread, a + 1);
+        else if (share < want)
+            snprintf(why, why_n, "the process had %.2f CPUs of the %d it ran on (another "
+                     "process took the CPU) in %d tries", share, width, a + 1);
+        else {
+            f.reliable = true;
+            why[0] = 0;
+            break;
+        }
+        /* let whatever took the CPU pass before the next try */
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    fe_free(samples);
+    return f;
+}

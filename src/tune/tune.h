@@ -1,0 +1,83 @@
+/* tune/tune.h: the tuner's internal pieces, shared by its files and its tests: search
+ * domains enumerated, the candidate gate, seeded operand buffers, and probes. */
+#ifndef FE_TUNE_TUNE_H
+#define FE_TUNE_TUNE_H
+
+#include "ferrum/tune.h"
+#include "ops/kernel.h"
+
+enum { FE_TUNE_MAX_DOMAIN = 64 };
+
+/* The values a tunable's domain takes at these extents on n_workers, ascending, with `def`
+ * (the resolved default) always among them. WIDTH: def, the powers of two up to n_workers
+ * and n_workers. DIVISORS(of, step, cap): the multiples of step dividing the extent `of`, at
+ * most cap. CHOICES: the choices. Returns how many (at most FE_TUNE_MAX_DOMAIN). */
+int fe_tune_domain_values(const fe_op *op, const fe_domain *d, const int64_t *ext,
+                          int n_workers, int64_t def, int64_t *out);
+
+/* Whether tunable i of kernel k is searched: a design tunable that neither the call site
+ * nor a profile gave. */
+bool fe_tune_searched(const fe_kernel *k, int i);
+
+/* One output compared: the default's, a candidate's and the reference's, as dtype dt. */
+typedef struct fe_gate_output {
+    const void *def, *cand, *ref;
+    size_t bytes;
+    fe_dtype dt;
+} fe_gate_output;
+
+/* The candidate gate: true when every output of the candidate is bit-identical to the
+ * default's, or (where the op declares a tolerance) both are within it of the reference.
+ * On false, `why` says by how much, e.g. "y: max |diff| 3e-05 > tol 0 (bit-identical
+ * required)". */
+bool fe_tune_gate(const fe_op *op, const fe_gate_output *outs, int n, char *why, size_t why_n);
+
+/* Operand buffers for a kernel's shapes: inputs drawn from a seeded source (floats in the
+ * case's range or the operand's, block dtypes quantised from them, integers in the operand's
+ * declared range), outputs zeroed. */
+typedef struct fe_tune_buffers {
+    fe_tensor t[FE_MAX_OPERANDS];
+    void *mem[FE_MAX_OPERANDS];
+    size_t bytes[FE_MAX_OPERANDS];
+    int n;
+    uint64_t input_hash; /* of every input's bytes */
+} fe_tune_buffers;
+
+fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_tensor *desc,
+                               double lo, double hi, uint64_t seed, fe_error *err);
+void fe_tune_buffers_deinit(fe_tune_buffers *b);
+/* Zeroes the outputs (every run the gate compares starts from the same bytes). */
+void fe_tune_buffers_clear_outputs(const fe_op *op, fe_tune_buffers *b);
+/* Copies of the outputs' bytes into `out` (fe_free each); FE_E_NOMEM. */
+fe_status fe_tune_buffers_save_outputs(const fe_op *op, const fe_tune_buffers *b,
+                                       void *out[FE_MAX_OPERANDS]);
+
+/* A probe: times fn(ctx) alone, warm-up first, repeats until the median settles or the
+ * budget ends; refuses a figure whose spread passes max_spread or during which the process
+ * got less CPU than `width` workers would use (another process ran), and measures again, up
+ * to `attempts` figures. why says what the last refusal was ("" when reliable). */
+typedef void (*fe_probe_fn)(void *ctx);
+fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
+                             char *why, size_t why_n);
+
+#endif
+
+/* A tune request made concrete: the catalog case it starts from, with the extents, params
+ * and dtype the request names written in, the held tunables and per-call values. */
+typedef struct fe_tune_shape {
+    const fe_op *op;
+    fe_case c;            /* the case: dims, params (numbers), held tunables */
+    char case_name[64];   /* c.name points here (the dtype prefix may be replaced) */
+    fe_tensor desc[FE_MAX_OPERANDS];
+    int64_t values[FE_MAX_VALUES]; /* -1: the value's default */
+    int ladder;           /* index of the value priced over a ladder; -1: none */
+    const fe_profile *profile;
+} fe_tune_shape;
+
+/* Reads the request's names into a shape (dev: kernels are made to find which case dim
+ * gives which extent). Unknown names and bad values are FE_E_INVALID naming the fix. */
+fe_status fe_tune_shape_init(fe_device *dev, const fe_tune_request *req, fe_tune_shape *s,
+                             fe_error *err);
+/* A request for a kernel at the shape with the held tunables plus `extra` (may be NULL). */
+fe_status fe_tune_shape_kernel(fe_device *dev, const fe_tune_shape *s, const fe_setting *extra,
+                               fe_kernel **k, fe_error *err);

@@ -1,0 +1,351 @@
+/* tune/tune_op.c: `ferrum tune OP`: every setting of one operator at one shape, gated and
+ * measured. The settings are the default and, one tunable at a time, each other value of
+ * every searched tunable's domain (joint search over several tunables is the later joint
+ * narrowing's). A setting that resolves to a design already listed is shown once; one whose
+ * output fails the gate is listed with the reason and not timed. Costs come from the cost
+ * cache when it holds a reliable figure for the key (design, per-call values, input hash),
+ * else are measured alone on the pool and stored (an unreliable figure too, marked so, and
+ * measured again next time). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "tune/tune.h"
+
+enum { LADDER_STEPS = 4, MAX_ROWS = 1 + FE_MAX_TUNABLES * FE_TUNE_MAX_DOMAIN };
+
+struct fe_tune_result {
+    fe_tune_row rows[MAX_ROWS];
+    int n;
+    fe_cost_figure dispatch;
+    char shape[512];
+    char notes[2048];
+};
+
+fe_tune_options fe_tune_options_default(void) {
+    return (fe_tune_options){.budget_ms = 300, .max_spread = 0.25, .attempts = 3,
+                             .seed = 0x5eed7e57u};
+}
+
+/* What one run of a kernel sees, for the probes. */
+typedef struct run_ctx {
+    fe_kernel *k;
+    const fe_tensor *t;
+    int n_t;
+    const int64_t *values;
+    int n_values;
+} run_ctx;
+
+static void run_kernel(void *ctx) {
+    run_ctx *r = ctx;
+    fe_kernel_run(r->k, r->t, r->n_t, r->values, r->n_values);
+}
+
+static void empty_step(void *ctx, int ith, int nth) {
+    (void)ctx, (void)ith, (void)nth;
+}
+
+static void run_empty(void *ctx) {
+    fe_device *dev = ctx;
+    fe_step s = {.fn = empty_step, .width = fe_device_get_info(dev)->n_workers};
+    fe_device_dispatch(dev, &s, 1);
+}
+
+static void note(fe_tune_result *r, const char *msg) {
+    size_t k = strlen(r->notes);
+    snprintf(r->notes + k, sizeof r->notes - k, "%s\n", msg);
+}
+
+/* The per-call values of a row: ladder point `step` of LADDER_STEPS (the midpoints of equal
+ * slices of [min, extent]) for the ladder value, the request's or the default elsewhere. */
+static void values_at(const fe_tune_shape *s, const int64_t *ext, int step, int64_t *out) {
+    const fe_op *op = s->op;
+    for (int i = 0; i < op->n_values; i++) {
+        const fe_value_decl *vd = &op->values[i];
+        int64_t hi = ext[fe_op_extent_index(op, vd->extent)];
+        int64_t v = s->values[i] >= 0 ? s->values[i] : vd->map == FE_MAP_NONE ? vd->min : hi;
+        if (i == s->ladder) {
+            v = vd->min + (hi - vd->min) * (2 * step + 1) / (2 * LADDER_STEPS);
+            if (v < 1 && hi >= 1) v = 1;
+        }
+        out[i] = v;
+    }
+}
+
+static void setting_text(const fe_kernel *k, char *buf, size_t n) {
+    const fe_design *d = fe_kernel_design(k);
+    size_t at = 0;
+    for (int i = 0; i < d->op->n_tunables && at < n; i++)
+        if (d->op->tunables[i].design)
+            at += (size_t)snprintf(buf + at, n - at, "%s%s=%lld", at ? " " : "",
+                                   d->op->tunables[i].name, (long long)d->tunables[i]);
+}
+
+/* Prices a candidate: each ladder point from the cache or measured, then their mean. */
+static fe_status price(const fe_tune_shape *s, fe_kernel *k,
+                       fe_tune_buffers *b, fe_cost_cache *cache, const fe_tune_options *o,
+                       fe_tune_row *row, fe_tune_result *r, fe_error *err) {
+    const fe_op *op = s->op;
+    int steps = s->ladder >= 0 ? LADDER_STEPS : 1;
+    fe_cost_figure sum = {.reliable = true};
+    row->cached = true;
+    row->flops = row->bytes = 0;
+    char label[300];
+    snprintf(label, sizeof label, "%s %s", op->name, row->setting);
+    for (int step = 0; step < steps; step++) {
+        int64_t vals[FE_MAX_VALUES];
+        values_at(s, fe_kernel_extents(k), step, vals);
+        fe_cost_key key = {.design = fe_kernel_design_key(k), .n_values = op->n_values,
+                           .input_hash = b->input_hash};
+        memcpy(key.values, vals, (size_t)op->n_values * sizeof *vals);
+        fe_cost_figure f;
+        bool hit = false;
+        fe_error cerr;
+        if (!o->remeasure) {
+            fe_status st = fe_cost_cache_get(cache, &key, &f, &hit, &cerr);
+            if (st == FE_E_FORMAT || st == FE_E_IO) note(r, cerr.message);
+            else if (st != FE_OK) return fe_error_set(err, st, "%s", cerr.message);
+            hit = hit && f.reliable; /* an unreliable figure is measured again */
+        }
+        if (!hit) {
+            row->cached = false;
+            if (o->progress)
+                fprintf(o->progress, "tune %s: measuring %s%s\n", op->name, row->setting,
+                        steps > 1 ? " (ladder)" : "");
+            run_ctx rc = {.k = k, .t = b->t, .n_t = op->n_operands, .values = vals,
+                          .n_values = op->n_values};
+            char why[200];
+            f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
+            if (!f.reliable) snprintf(row->reason, sizeof row->reason, "unreliable: %s", why);
+            if (fe_cost_cache_put(cache, &key, &f, label, &cerr) != FE_OK) note(r, cerr.message);
+        }
+        double fl, by;
+        fe_kernel_cost(k, vals, op->n_values, &fl, &by);
+        sum.median_ns += f.median_ns / steps;
+        sum.p10_ns += f.p10_ns / steps;
+        sum.p90_ns += f.p90_ns / steps;
+        sum.samples += f.samples;
+        sum.reliable = sum.reliable && f.reliable;
+        row->flops += fl / steps;
+        row->bytes += by / steps;
+    }
+    row->cost = sum;
+    return FE_OK;
+}
+
+/* Runs k on b's inputs (outputs cleared first) and keeps its outputs. */
+static fe_status run_outputs(fe_kernel *k, const fe_tune_shape *s, fe_tune_buffers *b,
+                             bool reference, void *out[FE_MAX_OPERANDS], fe_error *err) {
+    const fe_op *op = s->op;
+    int64_t vals[FE_MAX_VALUES];
+    values_at(s, fe_kernel_extents(k), LADDER_STEPS - 1, vals);
+    if (s->ladder >= 0) vals[s->ladder] = fe_kernel_extents(k)[fe_op_extent_index(op, op->values[s->ladder].extent)];
+    fe_tune_buffers_clear_outputs(op, b);
+    fe_status st = reference ? fe_kernel_run_reference(k, b->t, op->n_operands, vals, op->n_values)
+                             : fe_kernel_run(k, b->t, op->n_operands, vals, op->n_values);
+    if (st != FE_OK) return fe_error_set(err, st, "%s", fe_kernel_message(k));
+    if (fe_tune_buffers_save_outputs(op, b, out) != FE_OK)
+        return fe_error_set(err, FE_E_NOMEM, "tune: out of memory keeping outputs");
+    return FE_OK;
+}
+
+static void free_outputs(void *o[FE_MAX_OPERANDS]) {
+    for (int i = 0; i < FE_MAX_OPERANDS; i++) {
+        fe_free(o[i]);
+        o[i] = NULL;
+    }
+}
+
+/* The gate for one candidate's outputs; the reference runs once, when first needed. */
+typedef struct gate_state {
+    void *def[FE_MAX_OPERANDS], *ref[FE_MAX_OPERANDS];
+    bool have_ref;
+} gate_state;
+
+static fe_status gate(fe_kernel *def_k, fe_kernel *k, const fe_tune_shape *s,
+                      fe_tune_buffers *b, gate_state *g, fe_tune_row *row, fe_error *err) {
+    const fe_op *op = s->op;
+    void *got[FE_MAX_OPERANDS];
+    fe_error run_err;
+    fe_status st = run_outputs(k, s, b, false, got, &run_err);
+    if (st == FE_E_NOMEM) return fe_error_set(err, st, "%s", run_err.message);
+    if (st != FE_OK) { /* the kernel refuses to run at this shape: not a candidate */
+        row->verdict = FE_TUNE_REFUSED;
+        snprintf(row->reason, sizeof row->reason, "%s", run_err.message);
+        return FE_OK;
+    }
+    bool same = true;
+    for (int i = 0; i < op->n_operands; i++)
+        if (got[i] && memcmp(got[i], g->def[i], b->bytes[i]) != 0) same = false;
+    if (!same && !g->have_ref) {
+        st = run_outputs(def_k, s, b, true, g->ref, err);
+        g->have_ref = st == FE_OK;
+    }
+    if (!same && st == FE_OK) {
+        fe_gate_output outs[FE_MAX_OPERANDS];
+        int n = 0;
+        for (int i = 0; i < op->n_operands; i++)
+            if (got[i])
+                outs[n++] = (fe_gate_output){g->def[i], got[i], g->ref[i], b->bytes[i],
+                                             b->t[i].dtype};
+        if (!fe_tune_gate(op, outs, n, row->reason, sizeof row->reason))
+            row->verdict = FE_TUNE_GATED_OUT;
+    }
+    free_outputs(got);
+    return st;
+}
+
+static void describe_shape(const fe_tune_shape *s, const int64_t *ext, fe_tune_result *r) {
+    const fe_op *op = s->op;
+    size_t k = (size_t)snprintf(r->shape, sizeof r->shape, "%s", op->name);
+    for (int i = 0; i < op->n_operands && k < sizeof r->shape; i++) {
+        if (s->desc[i].rank == 0) continue;
+        char sh[96];
+        fe_shape_format(s->desc[i].rank, s->desc[i].shape, sh, sizeof sh);
+        k += (size_t)snprintf(r->shape + k, sizeof r->shape - k, "%s %s %s %s", i ? "," : "",
+                              op->operands[i].name, sh, fe_dtype_info(s->desc[i].dtype)->name);
+    }
+    for (int i = 0; i < s->c.n_params && k < sizeof r->shape; i++)
+        k += (size_t)snprintf(r->shape + k, sizeof r->shape - k, "%s %s=%g", i ? "" : ";",
+                              s->c.params[i].name, s->c.params[i].value);
+    int64_t vals[FE_MAX_VALUES];
+    values_at(s, ext, 0, vals);
+    for (int i = 0; i < op->n_values && k < sizeof r->shape; i++) {
+        if (i == s->ladder)
+            k += (size_t)snprintf(r->shape + k, sizeof r->shape - k, "%s %s=ladder of %d",
+                                  i ? "" : "; values", op->values[i].name, LADDER_STEPS);
+        else
+            k += (size_t)snprintf(r->shape + k, sizeof r->shape - k, "%s %s=%lld",
+                                  i ? "" : "; values", op->values[i].name, (long long)vals[i]);
+    }
+}
+
+/* Settings to try: the default, then each other domain value of each searched tunable. */
+static int plan_settings(const fe_kernel *def_k, const fe_device_info *dev, fe_setting *out,
+                         int max) {
+    const fe_design *d = fe_kernel_design(def_k);
+    const fe_op *op = d->op;
+    int n = 0;
+    for (int i = 0; i < op->n_tunables; i++) {
+        if (!fe_tune_searched(def_k, i)) continue;
+        int64_t vals[FE_TUNE_MAX_DOMAIN];
+        int nv = fe_tune_domain_values(op, &op->tunables[i].domain, fe_kernel_extents(def_k),
+                                       dev->n_workers, d->tunables[i], vals);
+        for (int v = 0; v < nv && n < max; v++)
+            if (vals[v] != d->tunables[i])
+                out[n++] = (fe_setting){.name = op->tunables[i].name, .value = (double)vals[v]};
+    }
+    return n;
+}
+
+/* The best is the fastest reliable candidate, and only when no unreliable figure is faster:
+ * a setting whose figure was refused might be the real best, so none is named then. */
+static void mark_best(fe_tune_result *r) {
+    int best = -1;
+    for (int i = 0; i < r->n; i++) {
+        const fe_tune_row *row = &r->rows[i];
+        if (row->verdict == FE_TUNE_CANDIDATE && row->cost.reliable &&
+            (best < 0 || row->cost.median_ns < r->rows[best].cost.median_ns))
+            best = i;
+    }
+    for (int i = 0; best >= 0 && i < r->n; i++)
+        if (r->rows[i].verdict == FE_TUNE_CANDIDATE && !r->rows[i].cost.reliable &&
+            r->rows[i].cost.median_ns < r->rows[best].cost.median_ns)
+            best = -1;
+    if (best >= 0) r->rows[best].best = true;
+}
+
+fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_options *opts,
+                     fe_tune_result **out, fe_error *err) {
+    *out = NULL;
+    fe_tune_options o = opts ? *opts : fe_tune_options_default();
+    fe_tune_shape s;
+    fe_status st = fe_tune_shape_init(dev, req, &s, err);
+    if (st != FE_OK) return st;
+    fe_kernel *def_k = NULL;
+    st = fe_tune_shape_kernel(dev, &s, NULL, &def_k, err);
+    if (st != FE_OK) return st;
+    fe_tune_result *r = fe_calloc(1, sizeof *r);
+    fe_cost_cache *cache = NULL;
+    fe_tune_buffers b = {0};
+    gate_state g = {0};
+    fe_kernel *k = NULL;
+    if (!r) {
+        st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+        goto done;
+    }
+    describe_shape(&s, fe_kernel_extents(def_k), r);
+    st = fe_cost_cache_open(dev, o.cache_root, &cache, err);
+    double lo = s.c.lo < s.c.hi ? s.c.lo : -3, hi = s.c.lo < s.c.hi ? s.c.hi : 3;
+    if (st == FE_OK) st = fe_tune_buffers_init(&b, s.op, s.desc, lo, hi, o.seed, err);
+    if (st == FE_OK) st = run_outputs(def_k, &s, &b, false, g.def, err);
+    if (st != FE_OK) goto done;
+
+    fe_tune_row *row = &r->rows[r->n++];
+    char text[140];
+    setting_text(def_k, text, sizeof text);
+    snprintf(row->setting, sizeof row->setting, "default");
+    size_t at = strlen(r->shape);
+    snprintf(r->shape + at, sizeof r->shape - at, "\ndefault setting: %s", text);
+    row->design = fe_kernel_design_key(def_k);
+    if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
+    st = price(&s, def_k, &b, cache, &o, row, r, err);
+
+    fe_setting settings[MAX_ROWS];
+    int n_set = plan_settings(def_k, fe_device_get_info(dev), settings, MAX_ROWS - 1);
+    for (int i = 0; st == FE_OK && i < n_set; i++) {
+        row = &r->rows[r->n++];
+        snprintf(row->setting, sizeof row->setting, "%s=%lld", settings[i].name,
+                 (long long)settings[i].value);
+        fe_error kerr;
+        if (fe_tune_shape_kernel(dev, &s, &settings[i], &k, &kerr) != FE_OK) {
+            row->verdict = FE_TUNE_REFUSED;
+            snprintf(row->reason, sizeof row->reason, "%s", kerr.message);
+            continue;
+        }
+        row->design = fe_kernel_design_key(k);
+        for (int j = 0; j < r->n - 1; j++)
+            if (r->rows[j].design == row->design) {
+                row->verdict = FE_TUNE_SAME_DESIGN;
+                char other[sizeof row->setting];
+                memcpy(other, r->rows[j].setting, sizeof other);
+                setting_text(k, text, sizeof text);
+                snprintf(row->reason, sizeof row->reason, "resolves to the design of \"%s\" "
+                         "(%s)", other, text);
+                break;
+            }
+        if (row->verdict == FE_TUNE_CANDIDATE) st = gate(def_k, k, &s, &b, &g, row, err);
+        if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
+            st = price(&s, k, &b, cache, &o, row, r, err);
+        fe_kernel_destroy(k);
+        k = NULL;
+    }
+    if (st == FE_OK) {
+        char why[200];
+        r->dispatch = fe_tune_probe(run_empty, dev, fe_device_get_info(dev)->n_workers, &o,
+                                    why, sizeof why);
+        mark_best(r);
+    }
+done:
+    free_outputs(g.def);
+    free_outputs(g.ref);
+    fe_tune_buffers_deinit(&b);
+    fe_cost_cache_close(cache);
+    fe_kernel_destroy(def_k);
+    if (st != FE_OK) {
+        fe_free(r);
+        return st;
+    }
+    *out = r;
+    return FE_OK;
+}
+
+void fe_tune_result_destroy(fe_tune_result *r) { fe_free(r); }
+int fe_tune_result_count(const fe_tune_result *r) { return r->n; }
+const fe_tune_row *fe_tune_result_row(const fe_tune_result *r, int i) {
+    return i >= 0 && i < r->n ? &r->rows[i] : NULL;
+}
+fe_cost_figure fe_tune_result_dispatch(const fe_tune_result *r) { return r->dispatch; }
+const char *fe_tune_result_shape(const fe_tune_result *r) { return r->shape; }
+const char *fe_tune_result_notes(const fe_tune_result *r) { return r->notes; }
