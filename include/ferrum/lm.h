@@ -184,9 +184,11 @@ FE_API int fe_lm_model_stop_tokens(const fe_lm_model *m, int32_t *out, int cap);
 /* ---- sessions ---- */
 
 typedef enum fe_lm_prefill_dot {
-    FE_LM_PREFILL_DOT_AUTO = 0, /* bf16 dot products over bf16 matrices (activations rounded) */
+    FE_LM_PREFILL_DOT_AUTO = 0, /* bf16 dot products over bf16 matrices (activations rounded),
+                                 * int8 over block-quantised ones (activations quantised) */
     FE_LM_PREFILL_DOT_F32,
     FE_LM_PREFILL_DOT_BF16,
+    FE_LM_PREFILL_DOT_INT8,
 } fe_lm_prefill_dot;
 
 typedef enum fe_lm_decode_dot {
