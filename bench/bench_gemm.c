@@ -16,6 +16,9 @@
  *      again with every other bf16 dot design (bf16_dot 1, packed k-pairs; 2, B's rows as
  *      stored), one line each, so the designs are compared in the same run.
  *   3. the CPU share other processes took during the run.
+ * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
+ * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add).
+ * Usage: bench_gemm [TEXT] runs only the cases whose name contains TEXT.
  * OpenBLAS runs the kernels it picks for this CPU (see peer_at_its_best).
  * The VM is shared: every figure is a median with its spread, and pairing adjacent runs
  * keeps the ratio honest when the host changes speed under us. */
@@ -254,7 +257,7 @@ static void peer_at_its_best(char **argv) {
 }
 
 int main(int argc, char **argv) {
-    (void)argc;
+    const char *only = argc > 1 ? argv[1] : NULL; /* run only the cases whose name has it */
     peer_at_its_best(argv);
     uint64_t t_start = fe_time_ns();
     double busy0 = machine_busy_s(), self0 = self_cpu_s();
@@ -312,7 +315,7 @@ int main(int argc, char **argv) {
     /* a case that resolved a bf16 dot design runs again with each other one, beside it */
     const int dot_t = fe_op_tunable_index(op, "bf16_dot");
     for (int j = 0; j < op->n_cases; j++) {
-        if (!op->cases[j].bench) continue;
+        if (!op->cases[j].bench || (only && !strstr(op->cases[j].name, only))) continue;
         int ran = bench_case(dev, op, &op->cases[j], -1, &peak, &dot_peak, &i8_peak, &tl);
         for (int ch = 0; ran >= 1 && dot_t >= 0 && ch < op->tunables[dot_t].domain.n_choices;
              ch++) {

@@ -237,7 +237,7 @@ static void reference_int8(const fe_args *args, const fe_design *d) {
     const int64_t words = gm_i8_row_words(K), kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
     uint32_t *q = fe_malloc((size_t)words * 4);
     for (int64_t m = 0; m < rows; m++) {
-        if (q) gm_i8_quant_rows(args->t[GM_A].data, K, m, m + 1, k, 0, q);
+        if (q) gm_i8_quant_rows(args->t[GM_A].data, K, m, m + 1, k, 0, fe_gemv_quant_x, q);
         for (int64_t n = 0; n < N; n++)
             C[m * N + n] = q ? epilogue_ref(args, d, m * N + n, n,
                                             fe_gemv_dot_int8(dt, B + n * row_bytes,

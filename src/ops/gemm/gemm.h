@@ -146,11 +146,13 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
               int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1);
 
 /* act_int8: rows [r0, r1) of A (K columns a row) quantised into dst, gm_i8_row_words(K)
- * words a row from dst (the first row r0): the first k columns as fe_gemv_quant_x quantises
- * them (a block that straddles k padded with zeros; blocks past k zero), with corr = -off
- * times each block's sum of q. Plain C, the reference's and every kernel's. */
+ * words a row from dst (the first row r0): the first k columns by `quant` (fe_gemv_quant_x,
+ * or a kernel's vector copy of its operations: the same bytes and scales; a block that
+ * straddles k padded with zeros; blocks past k zero), with corr = -off times each block's
+ * sum of q. The reference's and every kernel's. */
+typedef void (*gm_i8_quant_fn)(const float *x, int64_t n, int8_t *q, float *dx);
 void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
-                      uint32_t *dst);
+                      gm_i8_quant_fn quant, uint32_t *dst);
 
 void fe_gemm_scalar(const fe_args *, const fe_design *, int, int);
 void fe_gemm_avx2(const fe_args *, const fe_design *, int, int);

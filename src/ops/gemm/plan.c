@@ -99,7 +99,7 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
 }
 
 void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
-                      uint32_t *dst) {
+                      gm_i8_quant_fn quant, uint32_t *dst) {
     const int64_t nb = K / GM_KSTEP, kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
     const int64_t full = k / GM_KSTEP * GM_KSTEP;
     for (int64_t r = r0; r < r1; r++) {
@@ -108,11 +108,11 @@ void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t
         float *dx = (float *)w + K / 4, *dxt = dx + 2 * nb;
         int32_t *corr = (int32_t *)(dx + nb);
         const float *x = A + r * K;
-        fe_gemv_quant_x(x, full, q, dx);
+        quant(x, full, q, dx);
         if (full < k) { /* the block that straddles k, zero past it */
             float t[GM_KSTEP] = {0};
             memcpy(t, x + full, (size_t)(k - full) * sizeof *t);
-            fe_gemv_quant_x(t, GM_KSTEP, q + full, dx + full / GM_KSTEP);
+            quant(t, GM_KSTEP, q + full, dx + full / GM_KSTEP);
         }
         memset(q + kq, 0, (size_t)(K - kq));
         for (int64_t b = 0; b < nb; b++) {
