@@ -3,7 +3,10 @@
  * it has VNNI), GEMM act_int8 over M rows gives what GEMV act_int8 gives for each row as a
  * batch, up to the order of f32 additions (the same quantised bytes and scales, the same
  * exact integer block sums). The catalog checks each against its own reference; this checks
- * the two designs against each other, so a convention drifting in one fails here. */
+ * the two designs against each other, so a convention drifting in one fails here; and it
+ * bounds the design's distance from the f32 products: each quantised value is within half a
+ * step (dx / 2) of a's, so |C_int8 - C_f32| <= sum over blocks of dx / 2 sum |w|. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "core/quant.h"
 #include "support/testing.h"
 
 enum { M = 5, N = 37, K = 160 };
@@ -81,9 +85,68 @@ static void gemm_int8_rows_are_gemv_int8_batches(void **s) {
     print_message("GEMM act_int8 = GEMV act_int8 in %d (ISA, dtype, int8_dot) runs\n", checked);
 }
 
+/* against the f32 design (B widened, f32 products) on the best ISA: within the rounding bound */
+static void gemm_int8_is_within_half_a_step_of_f32(void **s) {
+    (void)s;
+    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
+    fe_device *dev = device_at(FE_ISA_AVX512);
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        const int64_t mk[2] = {M, K}, nk[2] = {N, K}, mn[2] = {M, N};
+        fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
+        fe_tensor w = fe_tensor_contiguous(NULL, dts[di], 2, nk);
+        fe_tensor c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+        test_buf ab, wb, ib, fb;
+        assert_true(test_buf_alloc(&ab, &a) && test_buf_alloc(&wb, &w));
+        assert_true(test_buf_alloc(&ib, &c) && test_buf_alloc(&fb, &c));
+        test_rng rng = {.s = 0x5f32 + di};
+        test_buf_draw(&ab, FE_DTYPE_F32, -2, 2, &rng);
+        test_buf_draw(&wb, dts[di], -1, 1, &rng);
+        a.data = ab.mem, w.data = wb.mem;
+        const fe_setting i8[1] = {{"act_int8", 1}};
+        c.data = ib.mem;
+        fe_tensor g[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
+        run(dev, "GEMM", g, 5, i8, 1, NULL, 0);
+        g[4].data = fb.mem;
+        run(dev, "GEMM", g, 5, NULL, 0, NULL, 0);
+        const float *A = (const float *)ab.mem, *ci = (const float *)ib.mem;
+        const float *cf = (const float *)fb.mem;
+        const size_t rb = fe_dtype_bytes(dts[di], K);
+        float row[K];
+        double worst = 0;
+        for (int64_t n = 0; n < N; n++) {
+            fe_dequant_row(dts[di], wb.mem + n * rb, row, K);
+            for (int64_t m = 0; m < M; m++) {
+                double bound = 0;
+                for (int64_t b = 0; b < K / 32; b++) {
+                    double amax = 0, wsum = 0;
+                    for (int j = 0; j < 32; j++) {
+                        amax = fmax(amax, fabs(A[m * K + b * 32 + j]));
+                        wsum += fabs(row[b * 32 + j]);
+                    }
+                    bound += amax / 127.0 / 2.0 * wsum;
+                }
+                const double diff = fabs((double)ci[m * N + n] - cf[m * N + n]);
+                if (diff > bound * (1 + 1e-4) + 1e-5)
+                    fail_msg("%s (%lld, %lld): int8 %g, f32 %g: |diff| %g over the bound %g",
+                             fe_dtype_info(dts[di])->name, (long long)m, (long long)n,
+                             ci[m * N + n], cf[m * N + n], diff, bound);
+                if (diff / bound > worst) worst = diff / bound;
+            }
+        }
+        print_message("%s: |int8 - f32| at most %.2f of the half-step bound\n",
+                      fe_dtype_info(dts[di])->name, worst);
+        test_buf_free(&ab);
+        test_buf_free(&wb);
+        test_buf_free(&ib);
+        test_buf_free(&fb);
+    }
+    fe_device_destroy(dev);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemm_int8_rows_are_gemv_int8_batches),
+        cmocka_unit_test(gemm_int8_is_within_half_a_step_of_f32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

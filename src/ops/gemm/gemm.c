@@ -34,8 +34,8 @@ static const fe_param_decl params[] = {
                    "block b only (q8_0, q4_0, q4_1): a quantised per row and 32-block to int8 "
                    "as GEMV's act_int8 quantises x (dx = max|a| / 127, round half to even), "
                    "each block's dot an exact integer sum, scaled by d dx (q4_1: plus m dx "
-                   "times the block's int8 sum); against the f32 products, the error of "
-                   "rounding a to 8 bits"},
+                   "times the block's int8 sum); against the f32 products within sum over blocks "
+                   "of dx / 2 sum |b| (each q within half a step of a)"},
 };
 
 static const fe_tunable_decl tunables[] = {
