@@ -40,6 +40,32 @@ static void run(fe_device *dev, const char *op, fe_tensor *ops, int n, const fe_
     fe_kernel_destroy(k);
 }
 
+/* a (M, K) f32 drawn in [-2, 2], w (N, K) of dtype dt drawn in [-1, 1], two (M, N) outputs */
+typedef struct operands {
+    fe_tensor a, w, c;
+    test_buf ab, wb, c1, c2;
+} operands;
+
+static void operands_make(operands *o, fe_dtype dt, uint64_t seed) {
+    const int64_t mk[2] = {M, K}, nk[2] = {N, K}, mn[2] = {M, N};
+    o->a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
+    o->w = fe_tensor_contiguous(NULL, dt, 2, nk);
+    o->c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+    assert_true(test_buf_alloc(&o->ab, &o->a) && test_buf_alloc(&o->wb, &o->w));
+    assert_true(test_buf_alloc(&o->c1, &o->c) && test_buf_alloc(&o->c2, &o->c));
+    test_rng rng = {.s = seed};
+    test_buf_draw(&o->ab, FE_DTYPE_F32, -2, 2, &rng);
+    test_buf_draw(&o->wb, dt, -1, 1, &rng);
+    o->a.data = o->ab.mem, o->w.data = o->wb.mem;
+}
+
+static void operands_free(operands *o) {
+    test_buf_free(&o->ab);
+    test_buf_free(&o->wb);
+    test_buf_free(&o->c1);
+    test_buf_free(&o->c2);
+}
+
 static void gemm_int8_rows_are_gemv_int8_batches(void **s) {
     (void)s;
     const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
@@ -50,35 +76,24 @@ static void gemm_int8_rows_are_gemv_int8_batches(void **s) {
     for (int isa = 0; isa <= (int)best; isa++) {
         fe_device *dev = device_at((fe_isa)isa);
         for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
-            const int64_t mk[2] = {M, K}, nk[2] = {N, K}, mn[2] = {M, N};
-            fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
-            fe_tensor w = fe_tensor_contiguous(NULL, dts[di], 2, nk);
-            fe_tensor c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
-            test_buf ab, wb, gb, vb;
-            assert_true(test_buf_alloc(&ab, &a) && test_buf_alloc(&wb, &w));
-            assert_true(test_buf_alloc(&gb, &c) && test_buf_alloc(&vb, &c));
-            test_rng rng = {.s = 0x1e8 + di};
-            test_buf_draw(&ab, FE_DTYPE_F32, -2, 2, &rng);
-            test_buf_draw(&wb, dts[di], -1, 1, &rng);
+            operands o;
+            operands_make(&o, dts[di], 0x1e8 + di);
+            fe_tensor c = o.c;
             for (int dot = 0; dot <= 1; dot++) { /* int8_dot: resolve keeps 1 only on VNNI */
-                a.data = ab.mem, w.data = wb.mem;
-                c.data = gb.mem;
-                fe_tensor g[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
+                c.data = o.c1.mem;
+                fe_tensor g[5] = {o.a, o.w, {.rank = 0}, {.rank = 0}, c};
                 const fe_setting gp[1] = {{"act_int8", 1}}, gt[1] = {{"int8_dot", dot}};
                 run(dev, "GEMM", g, 5, gp, 1, gt, 1);
-                c.data = vb.mem;
-                fe_tensor v[6] = {w, a, {.rank = 0}, {.rank = 0}, {.rank = 0}, c};
+                c.data = o.c2.mem;
+                fe_tensor v[6] = {o.w, o.a, {.rank = 0}, {.rank = 0}, {.rank = 0}, c};
                 run(dev, "GEMV", v, 6, gp, 1, gt, 1);
                 char why[256];
-                if (!test_close(&gb, &vb, FE_DTYPE_F32, 2e-6, 2e-6, why, sizeof why, NULL))
+                if (!test_close(&o.c1, &o.c2, FE_DTYPE_F32, 2e-6, 2e-6, why, sizeof why, NULL))
                     fail_msg("%s, %s, int8_dot %d: GEMM against GEMV: %s",
                              fe_isa_name((fe_isa)isa), fe_dtype_info(dts[di])->name, dot, why);
                 checked++;
             }
-            test_buf_free(&ab);
-            test_buf_free(&wb);
-            test_buf_free(&gb);
-            test_buf_free(&vb);
+            operands_free(&o);
         }
         fe_device_destroy(dev);
     }
@@ -91,30 +106,21 @@ static void gemm_int8_is_within_half_a_step_of_f32(void **s) {
     const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
     fe_device *dev = device_at(FE_ISA_AVX512);
     for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
-        const int64_t mk[2] = {M, K}, nk[2] = {N, K}, mn[2] = {M, N};
-        fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
-        fe_tensor w = fe_tensor_contiguous(NULL, dts[di], 2, nk);
-        fe_tensor c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
-        test_buf ab, wb, ib, fb;
-        assert_true(test_buf_alloc(&ab, &a) && test_buf_alloc(&wb, &w));
-        assert_true(test_buf_alloc(&ib, &c) && test_buf_alloc(&fb, &c));
-        test_rng rng = {.s = 0x5f32 + di};
-        test_buf_draw(&ab, FE_DTYPE_F32, -2, 2, &rng);
-        test_buf_draw(&wb, dts[di], -1, 1, &rng);
-        a.data = ab.mem, w.data = wb.mem;
+        operands o;
+        operands_make(&o, dts[di], 0x5f32 + di);
         const fe_setting i8[1] = {{"act_int8", 1}};
-        c.data = ib.mem;
-        fe_tensor g[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
+        fe_tensor g[5] = {o.a, o.w, {.rank = 0}, {.rank = 0}, o.c};
+        g[4].data = o.c1.mem;
         run(dev, "GEMM", g, 5, i8, 1, NULL, 0);
-        g[4].data = fb.mem;
+        g[4].data = o.c2.mem;
         run(dev, "GEMM", g, 5, NULL, 0, NULL, 0);
-        const float *A = (const float *)ab.mem, *ci = (const float *)ib.mem;
-        const float *cf = (const float *)fb.mem;
+        const float *A = (const float *)o.ab.mem, *ci = (const float *)o.c1.mem;
+        const float *cf = (const float *)o.c2.mem;
         const size_t rb = fe_dtype_bytes(dts[di], K);
         float row[K];
         double worst = 0;
         for (int64_t n = 0; n < N; n++) {
-            fe_dequant_row(dts[di], wb.mem + n * rb, row, K);
+            fe_dequant_row(dts[di], o.wb.mem + n * rb, row, K);
             for (int64_t m = 0; m < M; m++) {
                 double bound = 0;
                 for (int64_t b = 0; b < K / 32; b++) {
@@ -135,10 +141,7 @@ static void gemm_int8_is_within_half_a_step_of_f32(void **s) {
         }
         print_message("%s: |int8 - f32| at most %.2f of the half-step bound\n",
                       fe_dtype_info(dts[di])->name, worst);
-        test_buf_free(&ab);
-        test_buf_free(&wb);
-        test_buf_free(&ib);
-        test_buf_free(&fb);
+        operands_free(&o);
     }
     fe_device_destroy(dev);
 }
