@@ -16,6 +16,9 @@
  *      again with every other bf16 dot design (bf16_dot 1, packed k-pairs; 2, B's rows as
  *      stored), one line each, so the designs are compared in the same run.
  *   3. the CPU share other processes took during the run.
+ * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
+ * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add).
+ * Usage: bench_gemm [TEXT] runs only the cases whose name contains TEXT.
  * OpenBLAS runs the kernels it picks for this CPU (see peer_at_its_best).
  * The VM is shared: every figure is a median with its spread, and pairing adjacent runs
  * keeps the ratio honest when the host changes speed under us. */
@@ -105,7 +108,7 @@ typedef struct {
 /* Times case c with the kernel's resolved design, or with bf16_dot = `dot` where dot >= 0.
  * Returns the bf16_dot the kernel ran (-1 when it was not made). */
 static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot_choice,
-                      double *peak, double *dot_peak, tally *tl) {
+                      double *peak, double *dot_peak, double *i8_peak, tally *tl) {
     /* the peak again, right before the case: a neighbour that held a core while it was first
      * measured would otherwise flatter every % of it */
     double again, again_med;
@@ -135,6 +138,12 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     if (dot) {
         fma_peak_of(dev, true, 3, &again, &again_med, &lanes);
         if (again > *dot_peak) *dot_peak = again;
+    }
+    bool i8 = false, vnni = false;
+    for (int i = 0; i < c->n_params; i++) i8 |= !strcmp(c->params[i].name, "act_int8") && c->params[i].value;
+    if (i8) {
+        fe_int8_peak(dev, 3, &again, &again_med, &lanes, &vnni);
+        if (again > *i8_peak) *i8_peak = again;
     }
     bool ok = true;
     for (int i = 0; i < op->n_operands && ok; i++) {
@@ -184,13 +193,17 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
         } else {
             double gm = median_of(g, runs), pm = median_of(p, runs), rm = median_of(ratio, runs);
             double pct = *peak > 0 ? gm / *peak : 0, dpct = *dot_peak > 0 ? gm / *dot_peak : 0;
-            bool pk = (dot ? dpct : pct) >= PEAK_TARGET, pr = rm >= PEER_TARGET;
+            double ipct = *i8_peak > 0 ? gm / *i8_peak : 0;
+            bool pk = (dot ? dpct : i8 ? ipct : pct) >= PEAK_TARGET, pr = rm >= PEER_TARGET;
             tl->peak_ok += pk;
             tl->peer_ok += pr;
-            char dot_note[64] = "";
+            char dot_note[96] = "";
             if (dot) snprintf(dot_note, sizeof dot_note, "  (bf16_dot %d %s: %.1f%% of the "
                               "bf16 dot peak)", dot_ran, dot_ran == 1 ? "packed" : "rows",
                               100 * dpct);
+            if (i8) snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld: %.1f%% of "
+                             "the int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"),
+                             100 * ipct);
             printf("  %-21s %4lld x %5lld x %5lld  %7.1f (%6.1f..%6.1f)  %5.1f%% %-5s  %7.1f "
                    "(%6.1f..%6.1f)  %5.2f %-5s  MC=%lld NC=%lld KC=%lld%s\n",
                    c->name, (long long)M, (long long)N, (long long)K, gm, min_of(g, runs),
@@ -244,7 +257,7 @@ static void peer_at_its_best(char **argv) {
 }
 
 int main(int argc, char **argv) {
-    (void)argc;
+    const char *only = argc > 1 ? argv[1] : NULL; /* run only the cases whose name has it */
     peer_at_its_best(argv);
     uint64_t t_start = fe_time_ns();
     double busy0 = machine_busy_s(), self0 = self_cpu_s();
@@ -269,6 +282,16 @@ int main(int argc, char **argv) {
     else
         printf("\nFMA peak: no AVX2/AVX-512 FMA on this device; %% of peak not judged\n");
     fma_peak_of(dev, true, PEAK_REPEATS, &dot_peak, &dot_med, &dot_lanes);
+    double i8_peak, i8_med;
+    int i8_lanes;
+    bool vnni;
+    fe_int8_peak(dev, PEAK_REPEATS, &i8_peak, &i8_med, &i8_lanes, &vnni);
+    if (i8_lanes)
+        printf("int8 peak: %d workers x %s: best %.1f G int8 ops/s (2 per multiply-add; %.1f "
+               "per worker), median %.1f, %.2f x the FMA peak\n", info->n_workers,
+               vnni ? "16 chains of vpdpbusd (16 lanes x 4 products)"
+                    : "12 chains of vpmaddubsw + vpmaddwd + vpaddd (8 lanes x 4 products)",
+               i8_peak, i8_peak / info->n_workers, i8_med, peak > 0 ? i8_peak / peak : 0);
     if (dot_lanes)
         printf("bf16 dot peak: %d workers x 16 chains of vdpbf16ps (16 lanes x 2 products): "
                "best %.1f GFLOP/s (%.1f per worker), median %.1f, %.2f x the FMA peak\n",
@@ -292,16 +315,19 @@ int main(int argc, char **argv) {
     /* a case that resolved a bf16 dot design runs again with each other one, beside it */
     const int dot_t = fe_op_tunable_index(op, "bf16_dot");
     for (int j = 0; j < op->n_cases; j++) {
-        if (!op->cases[j].bench) continue;
-        int ran = bench_case(dev, op, &op->cases[j], -1, &peak, &dot_peak, &tl);
+        if (!op->cases[j].bench || (only && !strstr(op->cases[j].name, only))) continue;
+        int ran = bench_case(dev, op, &op->cases[j], -1, &peak, &dot_peak, &i8_peak, &tl);
         for (int ch = 0; ran >= 1 && dot_t >= 0 && ch < op->tunables[dot_t].domain.n_choices;
              ch++) {
             int other = (int)op->tunables[dot_t].domain.choices[ch];
             if (other >= 1 && other != ran)
-                bench_case(dev, op, &op->cases[j], other, &peak, &dot_peak, &tl);
+                bench_case(dev, op, &op->cases[j], other, &peak, &dot_peak, &i8_peak, &tl);
         }
     }
     if (lanes) printf("  (FMA peak, re-measured before each case, best of all: %.1f GFLOP/s)\n", peak);
+    if (i8_lanes)
+        printf("  (int8 peak, re-measured before each act_int8 case, best of all: %.1f G ops/s)\n",
+               i8_peak);
     if (dot_lanes)
         printf("  (bf16 dot peak, re-measured before each bf16_dot case, best of all: %.1f "
                "GFLOP/s)\n", dot_peak);

@@ -3,7 +3,8 @@
  * shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
  * tokens/s over 64 tokens, and the decode ceiling: the measured read bandwidth (best of 1/2/4/8
  * streams per worker) over the bytes of weights read per token, with the ratio to it; the
- * prefill's GFLOP/s against the measured f32 FMA peak and bf16 dot peak (support/peak.c).
+ * prefill's GFLOP/s against the measured f32 FMA peak, bf16 dot peak and int8 peak
+ * (support/peak.c).
  * Usage: bench_llm [smollm2|llama|all] (default all). Prints the machine first. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "support/bench_device.h"
 
 static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */
+static double i8_peak;                       /* G int8 ops/s (vpdpbusd, or vpmaddubsw chains) */
 static float *roof_buf;                      /* the read roof's 256 MiB, read again beside each decode */
 enum { ROOF_FLOATS = 64 << 20 };
 
@@ -94,6 +96,7 @@ static void run_model(fe_device *dev, const char *name, const fe_llama_weights *
                "%.0f%% of the FMA peak", lens[k], lens[k] / t[1], lens[k] / t[2], lens[k] / t[0], gf,
                100 * gf / fma_peak);
         if (dot_peak > 0) printf(", %.0f%% of the bf16 dot peak", 100 * gf / dot_peak);
+        if (i8_peak > 0) printf(", %.0f%% of the int8 peak", 100 * gf / i8_peak);
         printf("\n");
     }
     /* the host's bandwidth drifts between levels within seconds: each decode run is judged
@@ -143,9 +146,14 @@ int main(int argc, char **argv) {
     int lanes;
     fe_flops_peak(dev, false, 5, &fma_peak, &med, &lanes);
     fe_flops_peak(dev, true, 5, &dot_peak, &med, &lanes);
-    printf("FMA peak (f32, all workers): %.0f GFLOP/s; bf16 dot peak (vdpbf16ps): %.0f GFLOP/s%s\n"
+    bool vnni;
+    fe_int8_peak(dev, 5, &i8_peak, &med, &lanes, &vnni);
+    printf("FMA peak (f32, all workers): %.0f GFLOP/s; bf16 dot peak (vdpbf16ps): %.0f GFLOP/s%s; "
+           "int8 peak (%s): %.0f G ops/s\n"
            "(the Llama prompt runs bf16 dot products, ferrum generate's default on bf16 matrices; "
-           "SmolLM2's q4_1 prompt runs f32)\n\n", fma_peak, dot_peak, dot_peak > 0 ? "" : " (none here)");
+           "SmolLM2's q4_1 prompt int8 ones, its default on block matrices)\n\n", fma_peak,
+           dot_peak, dot_peak > 0 ? "" : " (none here)", vnni ? "vpdpbusd" : "vpmaddubsw",
+           i8_peak);
     if (!strcmp(which, "all") || !strcmp(which, "smollm2")) {
         char path[512];
         const char *home = getenv("FERRUM_CACHE_HOME");

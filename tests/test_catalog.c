@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -147,6 +148,16 @@ static fe_case with_last(const fe_case *c, int64_t n) {
     return v;
 }
 
+/* FERRUM_CATALOG_ONLY=TEXT: only the cases whose "OP/case" name contains TEXT (e.g. "GEMM/q4_1",
+ * or "i8" for the int8 GEMM cases), to rerun a few extensive ones without the hour of all */
+static bool case_wanted(const fe_op *op, const fe_case *c) {
+    const char *only = getenv("FERRUM_CATALOG_ONLY");
+    if (!only || !*only) return true;
+    char name[160];
+    snprintf(name, sizeof name, "%s/%s", op->name, c->name);
+    return strstr(name, only) != NULL;
+}
+
 static void catalog_matches_references(void **state) {
     (void)state;
     fe_device *probe = make_device(1, FE_ISA_AVX512);
@@ -163,6 +174,7 @@ static void catalog_matches_references(void **state) {
                 const fe_op *op = fe_op_at(o);
                 for (int ci = 0; ci < op->n_cases; ci++) {
                     const fe_case *c = &op->cases[ci];
+                    if (!case_wanted(op, c)) continue;
                     if (c->extensive && !test_extensive()) continue;
                     check_shape(dev, op, c, counts[wc], &st);
                     if (c->extensive) continue;

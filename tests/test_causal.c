@@ -97,25 +97,35 @@ static void causal_matches_the_oracle_teacher_forced(void **s) {
     prefill_dot = FE_PREFILL_DOT_F32;
 }
 
-/* bf16 dot products are refused by name where a matrix is not bf16; AUTO quietly keeps f32 */
-static void prefill_dot_bf16_needs_bf16_matrices(void **s) {
-    (void)s;
+/* bf16 (int8) dot products are refused by name where the matrices are not bf16 (none is in
+ * blocks); AUTO quietly keeps f32 */
+static void refused_where_the_matrices_do_not_fit(int choice, const char *name) {
     fe_lm_config c = tiny_config(false, false);
     fe_llama_weights w;
     fe_error err;
     assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 7, &w, &err), FE_OK);
     fe_causal_options o = fe_causal_options_default();
     o.max_seq_len = 32;
-    o.prefill_dot = FE_PREFILL_DOT_BF16;
+    o.prefill_dot = choice;
     fe_causal *m = NULL;
     assert_int_equal(fe_causal_create(test_dev, &w, &o, &m, &err), FE_E_DTYPE);
     assert_null(m);
-    assert_non_null(strstr(err.message, "bf16"));
+    assert_non_null(strstr(err.message, name));
     assert_non_null(strstr(err.message, "f32"));
     o.prefill_dot = FE_PREFILL_DOT_AUTO;
     assert_int_equal(fe_causal_create(test_dev, &w, &o, &m, &err), FE_OK);
     fe_causal_destroy(m);
     fe_llama_weights_free(&w);
+}
+
+static void prefill_dot_bf16_needs_bf16_matrices(void **s) {
+    (void)s;
+    refused_where_the_matrices_do_not_fit(FE_PREFILL_DOT_BF16, "bf16");
+}
+
+static void prefill_dot_int8_needs_block_matrices(void **s) {
+    (void)s;
+    refused_where_the_matrices_do_not_fit(FE_PREFILL_DOT_INT8, "int8");
 }
 
 /* The flagship's shapes (vocab 128256, hidden 2048, 16 layers, 32/8 heads, FFN 8192, Llama 3
@@ -294,6 +304,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(causal_matches_the_oracle_teacher_forced),
         cmocka_unit_test(prefill_dot_bf16_needs_bf16_matrices),
+        cmocka_unit_test(prefill_dot_int8_needs_block_matrices),
         cmocka_unit_test(llama_3_2_1b_shape_matches_the_oracle),
         cmocka_unit_test(logits_are_deterministic_across_alternating_prompts),
         cmocka_unit_test(chat_turn_reruns_only_changed_chunks_bit_identically),

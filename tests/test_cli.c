@@ -238,7 +238,7 @@ static void help_lists_every_range_and_default(void **s) {
                           "-f, --prompt-file F", "-s, --seed S", "-c, --max-seq-len N",
                           "-m, --model MODEL", "--stop STR", "(repeatable,", "at most 8 times",
                           "--min-p P", "[-2, 2]", "(0, 1]", "--json", "--dtype bf16|f32",
-                          "default bf16", "--decode-dot int8|f32", "--prefill-dot bf16|f32",
+                          "default bf16", "--decode-dot int8|f32", "--prefill-dot bf16|f32|int8",
                           "--random-weights SEED", "--write-safetensors DIR", "--chunk N",
                           "1..65536", "--check-determinism N", "--profile", "-h, --help"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)

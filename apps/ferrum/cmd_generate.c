@@ -9,7 +9,7 @@
 
 #include "args.h"
 
-static const char *const prefill_dots[] = {"bf16", "f32", NULL};
+static const char *const prefill_dots[] = {"bf16", "f32", "int8", NULL};
 static const char *const decode_dots[] = {"int8", "f32", NULL};
 
 /* Where the options land before they are checked and moved into gen_args. */
@@ -63,8 +63,10 @@ static int generate_options(gen_parse *p, arg_opt *t) {
         FLAG("json", &a->json, "print the text, ids and timings as one JSON object on stdout"),
         FLAG("verbose", &a->verbose, "print the graph's packaging and per-call values"),
         {"prefill-dot", 0, ARG_CHOICE, NULL,
-         "prefill dot products over bf16 matrices: bf16 rounds the activations to bf16 (~1.7x "
-         "faster where the CPU has AVX512_BF16, as llama.cpp does), f32 is exact", "bf16",
+         "prefill dot products: bf16 (over bf16 matrices) rounds the activations to bf16 (~1.7x "
+         "faster where the CPU has AVX512_BF16, as llama.cpp does), int8 (over q8_0/q4_0/q4_1 "
+         "matrices) quantises them per 32-block and sums exact integer products (as llama.cpp's "
+         "Q8 activations), f32 is exact", "bf16 or int8 by the matrices",
          .choices = prefill_dots, .i = &p->prefill_dot},
         {"decode-dot", 0, ARG_CHOICE, NULL,
          "GEMV dot products over q8_0/q4_0/q4_1 matrices: int8 quantises the activations per "
@@ -141,7 +143,9 @@ int fe_generate_parse(int argc, char **argv, gen_args *a, bool *help, FILE *err)
     a->seed_given = p.seed >= 0;
     a->sampling.seed = p.seed >= 0 ? (uint64_t)p.seed : 0;
     a->prefill_dot = p.prefill_dot < 0 ? FE_LM_PREFILL_DOT_AUTO
-                     : p.prefill_dot == 1 ? FE_LM_PREFILL_DOT_F32 : FE_LM_PREFILL_DOT_BF16;
+                     : p.prefill_dot == 1 ? FE_LM_PREFILL_DOT_F32
+                     : p.prefill_dot == 2 ? FE_LM_PREFILL_DOT_INT8
+                                          : FE_LM_PREFILL_DOT_BF16;
     a->decode_dot = p.decode_dot == 1 ? FE_LM_DECODE_DOT_F32 : FE_LM_DECODE_DOT_AUTO;
     return check(a, err);
 }

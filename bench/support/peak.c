@@ -73,9 +73,72 @@ __attribute__((target("avx512f,avx512bf16"))) static void peak_bf16(void *ctx, i
 #undef SUM
 }
 
+/* 16 chains of vpdpbusd: 16 lanes x 4 products */
+__attribute__((target("avx512f,avx512vnni"))) static void peak_vnni(void *ctx, int ith,
+                                                                     int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m512i u = _mm512_set1_epi8(3), x = _mm512_set1_epi8(-2);
+#define DECL(i) __m512i a##i = _mm512_set1_epi32(i);
+#define STEP(i) a##i = _mm512_dpbusd_epi32(a##i, u, x);
+#define SUM(i) t = _mm512_add_epi32(t, a##i);
+    CHAINS(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS(STEP) }
+    __m512i t = _mm512_setzero_si512();
+    CHAINS(SUM)
+    c->sink[ith % 64] = (float)_mm512_reduce_add_epi32(t);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+/* 12 chains of vpmaddubsw, vpmaddwd by ones, vpaddd: 8 lanes x 4 products */
+__attribute__((target("avx2"))) static void peak_maddubs(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m256i u = _mm256_set1_epi8(3), x = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+#define DECL(i) __m256i a##i = _mm256_set1_epi32(i);
+#define STEP(i) a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), one));
+#define SUM(i) t = _mm256_add_epi32(t, a##i);
+    CHAINS12(DECL)
+    for (long r = 0; r < c->iters; r++) {
+        CHAINS12(STEP)
+        __asm__ volatile("" : "+x"(a0), "+x"(a6)); /* the products are not hoisted */
+    }
+    __m256i t = _mm256_setzero_si256();
+    CHAINS12(SUM)
+    c->sink[ith % 64] = (float)_mm256_extract_epi32(t, 0);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Best and median G-ops/s of `repeats` dispatches of fn on every worker, ops_per_iter
+ * operations per loop iteration and worker. */
+static void measure(fe_device *dev, void (*fn)(void *, int, int), double ops_per_iter,
+                    int repeats, double *best, double *median) {
+    const fe_device_info *info = fe_device_get_info(dev);
+    peak_ctx c = {.iters = 1000000};
+    fe_step step = {.fn = fn, .ctx = &c, .width = info->n_workers};
+    fe_device_dispatch(dev, &step, 1); /* warm up, clocks up */
+    double g[PEAK_REPEATS];
+    c.iters = 4000000;
+    if (repeats > PEAK_REPEATS) repeats = PEAK_REPEATS;
+    if (repeats < 1) repeats = 1;
+    for (int r = 0; r < repeats; r++) {
+        uint64_t t0 = fe_time_ns();
+        fe_device_dispatch(dev, &step, 1);
+        double s = (double)(fe_time_ns() - t0) * 1e-9;
+        g[r] = ops_per_iter * (double)c.iters * info->n_workers / s / 1e9;
+    }
+    qsort(g, (size_t)repeats, sizeof *g, cmp_d);
+    *best = g[repeats - 1];
+    *median = repeats % 2 ? g[repeats / 2] : 0.5 * (g[repeats / 2 - 1] + g[repeats / 2]);
 }
 
 void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double *median,
@@ -86,22 +149,17 @@ void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double 
     if (bf16 && !(z && info->features.avx512bf16)) *lanes = 0;
     *best = *median = 0;
     if (!*lanes) return;
-    peak_ctx c = {.iters = 1000000};
-    fe_step step = {.fn = bf16 ? peak_bf16 : z ? peak_avx512 : peak_avx2, .ctx = &c,
-                    .width = info->n_workers};
-    fe_device_dispatch(dev, &step, 1); /* warm up, clocks up */
-    double g[PEAK_REPEATS];
-    c.iters = 4000000;
-    if (repeats > PEAK_REPEATS) repeats = PEAK_REPEATS;
-    if (repeats < 1) repeats = 1;
-    for (int r = 0; r < repeats; r++) {
-        uint64_t t0 = fe_time_ns();
-        fe_device_dispatch(dev, &step, 1);
-        double s = (double)(fe_time_ns() - t0) * 1e-9;
-        g[r] = 2.0 * *lanes * (bf16 ? 2.0 : 1.0) * (z ? 16.0 : 12.0) * (double)c.iters *
-               info->n_workers / s / 1e9;
-    }
-    qsort(g, (size_t)repeats, sizeof *g, cmp_d);
-    *best = g[repeats - 1];
-    *median = repeats % 2 ? g[repeats / 2] : 0.5 * (g[repeats / 2 - 1] + g[repeats / 2]);
+    measure(dev, bf16 ? peak_bf16 : z ? peak_avx512 : peak_avx2,
+            2.0 * *lanes * (bf16 ? 2.0 : 1.0) * (z ? 16.0 : 12.0), repeats, best, median);
+}
+
+void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,
+                  bool *vnni) {
+    const fe_device_info *info = fe_device_get_info(dev);
+    *vnni = info->isa >= FE_ISA_AVX512 && info->features.avx512vnni;
+    *lanes = *vnni ? 16 : info->isa >= FE_ISA_AVX2 && info->features.avx2 ? 8 : 0;
+    *best = *median = 0;
+    if (!*lanes) return;
+    measure(dev, *vnni ? peak_vnni : peak_maddubs, 2.0 * *lanes * 4.0 * (*vnni ? 16.0 : 12.0),
+            repeats, best, median);
 }

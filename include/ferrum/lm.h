@@ -184,9 +184,12 @@ FE_API int fe_lm_model_stop_tokens(const fe_lm_model *m, int32_t *out, int cap);
 /* ---- sessions ---- */
 
 typedef enum fe_lm_prefill_dot {
-    FE_LM_PREFILL_DOT_AUTO = 0, /* bf16 dot products over bf16 matrices (activations rounded) */
-    FE_LM_PREFILL_DOT_F32,
-    FE_LM_PREFILL_DOT_BF16,
+    FE_LM_PREFILL_DOT_AUTO = 0, /* bf16 dot products over bf16 matrices (activations rounded),
+                                 * int8 over block-quantised ones (activations quantised) */
+    FE_LM_PREFILL_DOT_F32,      /* exact float32 products everywhere */
+    FE_LM_PREFILL_DOT_BF16,     /* bf16 dots; every layer matrix must be bf16 */
+    FE_LM_PREFILL_DOT_INT8,     /* int8 over q8_0/q4_0/q4_1 matrices (f32 over the others);
+                                 * some layer matrix must be one of those */
 } fe_lm_prefill_dot;
 
 typedef enum fe_lm_decode_dot {

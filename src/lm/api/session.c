@@ -13,6 +13,7 @@
 /* lm.h's dot-product choices keep fe_causal_options' numbers (the CLI's arguments carry them) */
 _Static_assert((int)FE_LM_PREFILL_DOT_F32 == (int)FE_PREFILL_DOT_F32 &&
                (int)FE_LM_PREFILL_DOT_BF16 == (int)FE_PREFILL_DOT_BF16 &&
+               (int)FE_LM_PREFILL_DOT_INT8 == (int)FE_PREFILL_DOT_INT8 &&
                (int)FE_LM_DECODE_DOT_F32 == (int)FE_DECODE_DOT_F32, "dot choices differ");
 
 fe_lm_session_options fe_lm_session_options_default(void) {
@@ -55,6 +56,7 @@ fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts
     co.verbose = o.verbose;
     co.prefill_dot = o.prefill_dot == FE_LM_PREFILL_DOT_F32    ? FE_PREFILL_DOT_F32
                      : o.prefill_dot == FE_LM_PREFILL_DOT_BF16 ? FE_PREFILL_DOT_BF16
+                     : o.prefill_dot == FE_LM_PREFILL_DOT_INT8 ? FE_PREFILL_DOT_INT8
                                                                : FE_PREFILL_DOT_AUTO;
     co.decode_dot = o.decode_dot == FE_LM_DECODE_DOT_F32 ? FE_DECODE_DOT_F32 : FE_DECODE_DOT_AUTO;
     fe_lm_session *s = fe_calloc(1, sizeof *s);

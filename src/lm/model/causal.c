@@ -18,6 +18,7 @@ struct fe_causal {
     const fe_llama_weights *w;
     fe_causal_options o;
     bool prefill_bf16;  /* the prefill GEMMs use act_bf16 (o.prefill_dot resolved) */
+    bool prefill_int8;  /* the prefill GEMMs over block matrices use act_int8 (likewise) */
     fe_graph *g;
     float *rope;        /* (max_seq_len, head_dim): cos then sin of the head_dim/2 angles */
     int32_t *chunk;     /* (C) the prefill input */
@@ -59,8 +60,9 @@ static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
 }
 
 /* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), whether the chunk's
- * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether GEMVs over
- * block-quantised matrices take int8 activations (GEMV act_int8), and the model's RMSNorm
+ * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether products
+ * over block-quantised matrices take int8 activations (GEMV or GEMM act_int8: the decode
+ * step's by decode_dot, a chunk's by prefill_dot), and the model's RMSNorm
  * epsilon. Both activation designs are the user's choice (fe_causal_options prefill_dot,
  * decode_dot), not the tuner's: they change the numbers beyond the f32 designs' tolerance. */
 typedef struct { bool decode, act_bf16, act_int8; double eps; } mm_mode;
@@ -71,14 +73,19 @@ typedef struct { fe_h x, norm; } act;
 
 static act plain(fe_h x) { return (act){x, FE_NO_TENSOR}; }
 
-/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor. Block-
- * quantised W with act_int8 on: a in int8 per 32-block, integer dot products (GEMV act_int8,
- * as llama.cpp's Q8 activations) */
+/* Whether matrix w takes int8 activations: block-quantised, with the mode's act_int8 on (a in
+ * int8 per 32-block, integer dot products, as llama.cpp's Q8 activations) */
+static bool int8_for(fe_trace *t, mm_mode mm, fe_h w) {
+    fe_dtype wdt = fe_dtype_of(t, w);
+    return mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+}
+
+/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor; GEMV
+ * act_int8 where int8_for */
 static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res,
                  const char *epi) {
     fe_h in[5] = {w, a.x, up, res, a.norm};
-    fe_dtype wdt = fe_dtype_of(t, w);
-    bool int8 = mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+    bool int8 = int8_for(t, mm, w);
     fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
                        {"eps", mm.eps}};
     int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
@@ -88,11 +95,11 @@ static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h
     return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
 }
 
-/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 and up to one more
- * setting; into dst when dst is a tensor */
+/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 (or act_int8 where
+ * int8_for B) and up to one more setting; into dst when dst is a tensor */
 static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
-    fe_setting s[2] = {{"act_bf16", 1}};
-    int n = mm.act_bf16 ? 1 : 0;
+    fe_setting s[2] = {{mm.act_bf16 ? "act_bf16" : "act_int8", 1}};
+    int n = mm.act_bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
     if (extra) s[n++] = *extra;
     if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
     return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
@@ -134,7 +141,8 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
-    mm_mode mm = {decode, !decode && m->prefill_bf16, m->o.decode_dot != FE_DECODE_DOT_F32, c->rms_eps};
+    mm_mode mm = {decode, !decode && m->prefill_bf16,
+                  decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->prefill_int8, c->rms_eps};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
     fe_h ids = host_token ? fe_input(t, "token") : decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
@@ -259,10 +267,22 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
     if (m->o.chunk <= 0) m->o.chunk = 256;
     if (m->o.chunk > m->o.max_seq_len) m->o.chunk = m->o.max_seq_len;
     bool all_bf16 = true; /* act_bf16 needs every layer matrix in bf16 */
+    bool any_block = false; /* act_int8 needs some in blocks */
     for (int64_t l = 0; l < c->n_layers; l++) {
         const fe_llama_layer *L = &w->layers[l];
         const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
+            any_block |= ms[i]->dtype == FE_DTYPE_Q8_0 || ms[i]->dtype == FE_DTYPE_Q4_0 ||
+                         ms[i]->dtype == FE_DTYPE_Q4_1;
+        }
+    }
+    if (m->o.prefill_dot == FE_PREFILL_DOT_INT8 && !any_block) {
+        fe_causal_destroy(m);
+        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in int8 need layer matrices "
+                            "in q8_0, q4_0 or q4_1; this model's are %s: use f32 dot products "
+                            "(or bf16 for bf16 matrices)",
+                            fe_dtype_info(w->layers[0].wq.dtype)->name);
     }
     if (m->o.prefill_dot == FE_PREFILL_DOT_BF16 && !all_bf16) {
         fe_causal_destroy(m);
@@ -270,7 +290,10 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
                             "in bf16; this model's are %s: use f32 dot products (the default for it)",
                             fe_dtype_info(w->layers[0].wq.dtype)->name);
     }
-    m->prefill_bf16 = all_bf16 && m->o.prefill_dot != FE_PREFILL_DOT_F32;
+    m->prefill_bf16 = all_bf16 && (m->o.prefill_dot == FE_PREFILL_DOT_AUTO ||
+                                   m->o.prefill_dot == FE_PREFILL_DOT_BF16);
+    m->prefill_int8 = m->o.prefill_dot == FE_PREFILL_DOT_AUTO ||
+                      m->o.prefill_dot == FE_PREFILL_DOT_INT8;
     fe_status st = FE_OK;
     if (c->max_context > 0 && m->o.max_seq_len > c->max_context)
         st = fe_error_set(err, FE_E_INVALID, "max_seq_len %lld exceeds the model's context of %lld; "

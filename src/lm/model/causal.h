@@ -21,8 +21,16 @@ typedef struct fe_causal_options {
     /* Prefill dot products over bf16 matrices: AUTO (the default) rounds the activations to
      * bf16 and multiplies with bf16 dot products (GEMM act_bf16: about 1.7x the f32 path on
      * AVX512_BF16, as llama.cpp computes; KL to the f32 oracle ~1e-4) ; F32 keeps them f32
-     * (exact to the oracle). Other weight dtypes and the decode step always use f32. */
-    enum { FE_PREFILL_DOT_AUTO = 0, FE_PREFILL_DOT_F32, FE_PREFILL_DOT_BF16 } prefill_dot;
+     * (exact to the oracle). Over block-quantised matrices (q8_0, q4_0, q4_1) AUTO and INT8
+     * quantise the activations to int8 per row and 32-block and sum exact integer products
+     * (GEMM act_int8, as llama.cpp's Q8 activations); F32 widens the blocks to f32. Other
+     * weight dtypes always use f32. */
+    enum {
+        FE_PREFILL_DOT_AUTO = 0,
+        FE_PREFILL_DOT_F32,
+        FE_PREFILL_DOT_BF16,
+        FE_PREFILL_DOT_INT8
+    } prefill_dot;
     /* GEMV dot products over block-quantised matrices (q8_0, q4_0, q4_1), the decode step's
      * and the head's: AUTO (the default) quantises the activation to int8 per 32-block and
      * sums exact integer products (GEMV act_int8: 1.3-1.9x the f32 path, as llama.cpp's Q8

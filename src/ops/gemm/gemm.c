@@ -2,7 +2,7 @@
  * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
  * tunables (block sizes resolved from the device's caches; the bf16 dot product where the
  * device has it), infer, the double-precision reference, cost, workspace and test cases. The
- * kernels are in kernels.inc and bf16dot.inc (see gemm.h). */
+ * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc and int8.inc (see gemm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "ops/gemm/gemm.h"
 #include "core/quant.h"
+#include "ops/gemv/gemv.h"
 
 /* tile: AVX2's is the K step of the packing transposes */
 FE_KERNELS(gemm, 1, 8, 16);
@@ -29,6 +30,12 @@ static const fe_param_decl params[] = {
                    "bf16 b only: a rounded to bf16 (to nearest even, denormals to zero), so "
                    "each product is of two bf16 values, exact, summed in f32 (vdpbf16ps where "
                    "the device has AVX512_BF16: twice the multiply-adds of an f32 FMA)"},
+    [GM_P_INT8] = {"act_int8", FE_PARAM_BOOL, 0, 1, 0, NULL,
+                   "block b only (q8_0, q4_0, q4_1): a quantised per row and 32-block to int8 "
+                   "as GEMV's act_int8 quantises x (dx = max|a| / 127, round half to even), "
+                   "each block's dot an exact integer sum, scaled by d dx (q4_1: plus m dx "
+                   "times the block's int8 sum); against the f32 products within sum over blocks "
+                   "of dx / 2 sum |b| (each q within half a step of a)"},
 };
 
 static const fe_tunable_decl tunables[] = {
@@ -55,6 +62,11 @@ static const fe_tunable_decl tunables[] = {
                 "it where the device has avx512bf16 and turns it off elsewhere); 1 = vdpbf16ps "
                 "on packed bf16 k-pairs (14 x 32 tiles); 0 = A rounded to bf16 values while "
                 "packing and the f32 FMA micro-kernel; the same products"},
+    [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
+                 true,
+                 "act_int8 integer sums: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
+                 "device has avx512vnni and turns it off elsewhere); 0 = vpmaddubsw + "
+                 "vpmaddwd; the same integers"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -111,6 +123,10 @@ static fe_status infer(fe_op_ctx *c) {
     if (c->params[GM_P_BF16] != 0 && b->dtype != FE_DTYPE_BF16)
         return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 (products of two bf16 "
                             "values); b is %s: set act_bf16 = 0, or store b as bf16", bt->name);
+    if (c->params[GM_P_INT8] != 0 && bt->block <= 1)
+        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs b in 32-element blocks (q8_0, "
+                            "q4_0 or q4_1: integer dot products per block); b is %s: set "
+                            "act_int8 = 0, or quantise b", bt->name);
     if (c->params[GM_P_CMIN] > c->params[GM_P_CMAX])
         return fe_op_refuse(c, FE_E_INVALID, "clamp_min = %g is above clamp_max = %g: give "
                             "clamp_min < clamp_max to clamp, or equal values (default 0, 0) "
@@ -154,6 +170,12 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GM_DOT] = can ? GM_DOT_ROWS : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
+    bool vnni = c->params[GM_P_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
+                c->dev->features.avx512vnni;
+    if (!c->tunable_set[GM_DOT8] || !vnni) {
+        c->tunables[GM_DOT8] = vnni;
+        c->tunable_set[GM_DOT8] = true;
+    }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
     int mr, nr;
     gm_tile(c->dev->isa, &mr, &nr);
@@ -190,6 +212,42 @@ static double act_ref(double x, int act) {
     return x;
 }
 
+/* C's element i = m N + n for the dot s under the epilogue */
+static float epilogue_ref(const fe_args *args, const fe_design *d, int64_t i, int64_t n,
+                          double s) {
+    const float *bias = d->present[GM_BIAS] ? args->t[GM_BIAS].data : NULL;
+    const float *res = d->present[GM_RES] ? args->t[GM_RES].data : NULL;
+    const double lo = (float)d->params[GM_P_CMIN], hi = (float)d->params[GM_P_CMAX];
+    double v = act_ref(s + (bias ? bias[n] : 0.0), (int)d->params[GM_P_ACT]);
+    if (res) v += res[i];
+    if (lo < hi) v = v < lo ? lo : v > hi ? hi : v;
+    return (float)v;
+}
+
+/* act_int8: every row of A quantised as the kernels quantise it (gm_i8_quant_rows), dotted
+ * with every row of B block by block in exact integers, scaled and summed in double
+ * (fe_gemv_dot_int8, GEMV act_int8's own), then the epilogue. */
+static void reference_int8(const fe_args *args, const fe_design *d) {
+    const int64_t N = args->ext[GM_N], K = args->ext[GM_K];
+    const int64_t rows = args->v[GM_V_ROWS], k = args->v[GM_V_K];
+    const fe_dtype dt = d->dtypes[GM_B];
+    const size_t row_bytes = fe_dtype_bytes(dt, K);
+    const unsigned char *B = args->t[GM_B].data;
+    float *C = args->t[GM_C].data;
+    const int64_t words = gm_i8_row_words(K), kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
+    uint32_t *q = fe_malloc((size_t)words * 4);
+    for (int64_t m = 0; m < rows; m++) {
+        if (q) gm_i8_quant_rows(args->t[GM_A].data, K, m, m + 1, k, 0, fe_gemv_quant_x, q);
+        for (int64_t n = 0; n < N; n++)
+            C[m * N + n] = q ? epilogue_ref(args, d, m * N + n, n,
+                                            fe_gemv_dot_int8(dt, B + n * row_bytes,
+                                                             (const int8_t *)q,
+                                                             (const float *)q + K / 4, kq))
+                             : NAN;
+    }
+    fe_free(q);
+}
+
 /* Plain double loops: rows of B decoded by fe_dequant_row (GROUP at a time, once each, held
  * in double), then for every row of A (each value rounded to bf16 first under act_bf16) the
  * dot products with them over the first k columns, in double, and the epilogue. If the
@@ -202,12 +260,12 @@ static void reference(const fe_args *args, const fe_design *d) {
     const size_t row_bytes = fe_dtype_bytes(dt, K);
     const float *A = args->t[GM_A].data;
     const char *B = args->t[GM_B].data;
-    const float *bias = d->present[GM_BIAS] ? args->t[GM_BIAS].data : NULL;
-    const float *res = d->present[GM_RES] ? args->t[GM_RES].data : NULL;
     float *C = args->t[GM_C].data;
-    const int act = (int)d->params[GM_P_ACT];
     const bool bf16 = d->params[GM_P_BF16] != 0;
-    const double lo = (float)d->params[GM_P_CMIN], hi = (float)d->params[GM_P_CMAX];
+    if (d->params[GM_P_INT8] != 0) {
+        reference_int8(args, d);
+        return;
+    }
     float *row = fe_malloc((size_t)K * sizeof *row);
     double *w = fe_malloc((size_t)K * GROUP * sizeof *w); /* w[p * GROUP + j]: B[n0 + j, p] */
     for (int64_t n0 = 0; n0 < N; n0 += GROUP) {
@@ -225,14 +283,9 @@ static void reference(const fe_args *args, const fe_design *d) {
                 s4 += a * b[4], s5 += a * b[5], s6 += a * b[6], s7 += a * b[7];
             }
             const double s[GROUP] = {s0, s1, s2, s3, s4, s5, s6, s7};
-            for (int j = 0; j < g; j++) {
-                const int64_t i = m * N + n0 + j;
-                double v = s[j] + (bias ? bias[n0 + j] : 0.0);
-                v = act_ref(v, act);
-                if (res) v += res[i];
-                if (lo < hi) v = v < lo ? lo : v > hi ? hi : v;
-                C[i] = row && w ? (float)v : NAN;
-            }
+            for (int j = 0; j < g; j++)
+                C[m * N + n0 + j] =
+                    row && w ? epilogue_ref(args, d, m * N + n0 + j, n0 + j, s[j]) : NAN;
         }
     }
     fe_free(row);
@@ -312,6 +365,7 @@ static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
 #define PLAIN (NO_BIAS | NO_RES)
 #define SHAPE(m, n, k) .dims = {m, n, k}, .n_dims = 3
 #define BF16 .params = {{"act_bf16", 1}}, .n_params = 1
+#define I8 .params = {{"act_int8", 1}}, .n_params = 1
 
 /* The catalog also runs every case at the middle bound (rows = M/2 + 1, k = K/2 + 1) and the
  * minimum (rows 0, k 1): M = 1, 4, 32, 126, 128 put the middle rows at 1, 3, 17, 64, 65. */
@@ -378,6 +432,32 @@ static const fe_case cases[] = {
      .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
     {.name = "bf16/dot_fma_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
      .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},
+    /* act_int8 (B in blocks; AVX-512 6 x 32 tiles, AVX2 4 x 8, int8_dot as resolved: VNNI
+     * where the device has it): M 1..chunk-ish, K whole blocks but not whole K blocks
+     * (KC + tail, an odd number of blocks), N off the tile; bounded rows and k (k = K/2 + 1
+     * straddles a block) are the catalog's */
+    {.name = "q8_0/int8_odd", SHAPE(7, 33, 96), I8, .absent = PLAIN},
+    {.name = "q4_0/int8_odd", SHAPE(7, 33, 160), I8, .absent = PLAIN},
+    {.name = "q4_1/int8_odd", SHAPE(7, 33, 64), I8, .absent = PLAIN},
+    {.name = "q8_0/int8_rows_1", SHAPE(1, 45, 32), I8, .absent = NO_RES},
+    {.name = "q4_1/int8_rows_1", SHAPE(1, 70, 32), I8, .absent = PLAIN},
+    {.name = "q4_0/int8_tiles", SHAPE(29, 65, 224), I8, .absent = NO_RES},
+    {.name = "q4_1/int8_all", SHAPE(13, 48, 96),
+     .params = {{"act_int8", 1}, {"activation", GM_ACT_SILU}, {"clamp_min", -2},
+                {"clamp_max", 2}}, .n_params = 4},
+    {.name = "q8_0/int8_deep", SHAPE(5, 40, 736), I8, .absent = PLAIN}, /* K: 512 + 224 */
+    {.name = "q4_0/int8_k2592", SHAPE(9, 20, 2592), I8, .absent = NO_BIAS}, /* 2048 + 544 */
+    {.name = "q4_1/int8_k576", SHAPE(4, 40, 576), I8, .absent = PLAIN}, /* one K block */
+    {.name = "q8_0/int8_wide", SHAPE(3, 2100, 64), I8, .absent = NO_RES},
+    {.name = "q4_1/int8_tall", SHAPE(600, 20, 32), I8, .absent = PLAIN},
+    {.name = "q4_0/int8_rows_65", SHAPE(128, 37, 96), I8, .absent = NO_BIAS},
+    /* the 16-bit path (int8_dot = 0) pinned, so a VNNI machine checks it as well */
+    {.name = "q8_0/int8_madd", SHAPE(29, 65, 224), I8, .absent = NO_RES,
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q4_0/int8_madd", SHAPE(7, 33, 160), I8, .absent = PLAIN,
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q4_1/int8_madd", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     /* extensive: model shapes (SmolLM2 576/1536/49152, Gemma 640/262144) */
     {.name = "f32/rows_300", SHAPE(598, 576, 576), .absent = PLAIN, .extensive = true},
     {.name = "bf16/rows_512", SHAPE(512, 576, 576), .params = {{"activation", GM_ACT_SILU}},
@@ -386,6 +466,11 @@ static const fe_case cases[] = {
     {.name = "q8_0/down_576", SHAPE(256, 576, 1536), .absent = NO_BIAS, .extensive = true},
     {.name = "bf16/vocab_49152", SHAPE(64, 49152, 576), .absent = PLAIN, .extensive = true},
     {.name = "q4_0/vocab_262144", SHAPE(16, 262144, 640), .absent = PLAIN, .extensive = true},
+    {.name = "q4_1/int8_mlp_1536", SHAPE(512, 1536, 576), I8, .absent = PLAIN, .extensive = true},
+    {.name = "q8_0/int8_down_576", SHAPE(256, 576, 1536), I8, .absent = NO_BIAS,
+     .extensive = true},
+    {.name = "q4_0/int8_vocab_49152", SHAPE(64, 49152, 576), I8, .absent = PLAIN,
+     .extensive = true},
     /* benchmarks (M x N x K) */
     {.name = "f32/2048x2048", SHAPE(512, 2048, 2048), .absent = PLAIN, .extensive = true,
      .bench = true},
@@ -412,12 +497,24 @@ static const fe_case cases[] = {
      .extensive = true, .bench = true},
     {.name = "bf16/dot128_2048x8192", SHAPE(128, 2048, 8192), BF16, .absent = PLAIN,
      .extensive = true, .bench = true},
+    /* block B: f32 widening vs act_int8, SmolLM2 (576, 1536) and Llama-1B (2048, 8192) */
+#define I8_BENCH(dt, m, n, k)                                                              \
+    {.name = dt "/" #m "_" #n "x" #k, SHAPE(m, n, k), .absent = PLAIN, .extensive = true,   \
+     .bench = true},                                                                       \
+    {.name = dt "/i8_" #m "_" #n "x" #k, SHAPE(m, n, k), I8, .absent = PLAIN,              \
+     .extensive = true, .bench = true}
+    I8_BENCH("q4_1", 512, 1536, 576), I8_BENCH("q4_1", 512, 576, 1536),
+    I8_BENCH("q4_1", 128, 1536, 576), I8_BENCH("q8_0", 512, 1536, 576),
+    I8_BENCH("q4_0", 512, 8192, 2048), I8_BENCH("q4_0", 512, 2048, 8192),
+    I8_BENCH("q8_0", 512, 2048, 2048), I8_BENCH("q4_1", 128, 2048, 2048),
+#undef I8_BENCH
 };
 
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
     .summary = "C = A.B^T (+ bias) -> activation (+ residual) -> clamp; B f32/bf16/f16/q8_0/"
-               "q4_0/q4_1; act_bf16: A rounded to bf16 (bf16 dot products)",
+               "q4_0/q4_1; act_bf16: A rounded to bf16 (bf16 dot products); act_int8: A in int8 "
+               "per 32-block (integer dot products with block B)",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),

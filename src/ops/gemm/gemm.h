@@ -23,6 +23,19 @@
  * a vector, reducing each sum across lanes at the end of a K block (bf16rows.inc). Elsewhere
  * act_bf16 rounds A while packing and takes the f32 path.
  *
+ * act_int8 (B q8_0, q4_0 or q4_1): A's rows are quantised once per call to int8 per 32-block
+ * exactly as GEMV's act_int8 quantises x (fe_gemv_quant_x: dx = max|x| / 127, q =
+ * round-half-even(x / dx); columns past the bound k count as zero), and each block's dot
+ * with B is an exact integer sum, scaled after: d dx sum(wq xq) (q8_0), d dx sum((q - 8) xq)
+ * (q4_0), d dx sum(q xq) + m dx sum(xq) (q4_1), the block terms summed in f32 (the double
+ * reference: the same integers, scaled and summed in double). Kernels (int8.inc): B is
+ * packed per K block into panels of GM_NR_I8 columns as k-quads of u8 (q8_0 w ^ 0x80 under
+ * VNNI, raw w for the 16-bit emulation; q4 nibbles 0..15) with each block's d and m beside;
+ * a GM_MR_I8 x GM_NR_I8 register tile keeps int32 sums for the current block (preset with
+ * the offset's correction: -128 or -8 times the block's sum of xq) and adds them, scaled,
+ * into f32 at the block's end. tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
+ * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16).
+ *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
  * long axis of every weight: 576..262144) and split M as well only where that balances
  * better, i.e. when N has few micro-panels per worker (gm_split). */
@@ -35,9 +48,9 @@
 #include "ops/op.h"
 
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
-enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16 };   /* params */
+enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU };       /* activation choices */
-enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT };       /* tunables */
+enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8 }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
@@ -56,6 +69,15 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
  * loads per 24 vdpbf16ps. */
 #define GM_MR_ROWS 4
 #define GM_NR_ROWS 6
+/* act_int8 (int8.inc): rows of A x columns of C per register block: AVX-512 12 f32 and 12
+ * int32 accumulators, two B vectors, one A broadcast; AVX2 4 + 4, one B vector, |B|, the
+ * broadcast, ones. The scalar kernel dots B's rows as stored, in the scalar tile. */
+#define GM_MR_I8_AVX512 6
+#define GM_NR_I8_AVX512 32
+#define GM_MR_I8_AVX2 4
+#define GM_NR_I8_AVX2 8
+/* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
+#define GM_I8_BLOCK_WORDS 10
 
 /* KC choices are multiples of this (one quant block), so K blocks start on block bounds. */
 #define GM_KSTEP 32
@@ -64,10 +86,13 @@ typedef struct gm_plan {
     int mr, nr;            /* the ISA's micro-tile (GM_MR_ROWS x GM_NR_ROWS for rows) */
     bool dot;              /* bf16 k-pairs packed, the vdpbf16ps micro-kernel (bf16dot.inc) */
     bool rows;             /* bf16 A rows dotted with B's rows unpacked (bf16rows.inc) */
+    bool i8;               /* act_int8: quantised A, int8 k-quad B panels (int8.inc) */
+    bool vnni;             /* act_int8 by vpdpbusd (int8_dot = 1) */
     int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
     int64_t kc;            /* the deepest K block (see gm_kblock) */
     int64_t ap, bp, tmp;   /* 4-byte words per worker: packed A (rows: mc rows of A as bf16,
-                            * kc + padding to 32 columns each), packed B, decoded quant rows */
+                            * kc + padding to 32 columns each; i8: all M rows quantised,
+                            * gm_i8_row_words each), packed B, decoded quant rows */
     int64_t stride;        /* words per worker in the workspace (64-byte multiple) */
 } gm_plan;
 
@@ -88,6 +113,12 @@ static inline int64_t gm_kwords(const gm_plan *p, int64_t kc) {
  * for a K block of kc columns: kc padded with zeros to a multiple of 32 (whole vectors), and
  * 64 bytes more, so that rows 4 KiB long do not all fall on the same L1 sets. */
 static inline int64_t gm_rows_ldw(int64_t kc) { return (kc + 31) / 32 * 16 + 16; }
+
+/* act_int8: 4-byte words of one quantised row of A in the workspace: the K columns' int8
+ * (K a multiple of 32), then per 32-block dx (f32), corr (int32: -offset times the block's
+ * sum of q, the preset of its integer sums) and dxt (f32: dx times the sum of q, q4_1's m
+ * term), each an array of K / 32; rounded to 64 bytes. */
+static inline int64_t gm_i8_row_words(int64_t K) { return (K / 4 + 3 * (K / 32) + 15) / 16 * 16; }
 
 /* x rounded to bf16 as VCVTNEPS2BF16 rounds it (act_bf16), kept as f32: to nearest, ties to
  * even; a denormal becomes a signed zero; a NaN stays NaN (quiet); past bf16's largest
@@ -113,6 +144,15 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p);
  * the worker has nothing. */
 void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int ith, int nth,
               int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1);
+
+/* act_int8: rows [r0, r1) of A (K columns a row) quantised into dst, gm_i8_row_words(K)
+ * words a row from dst (the first row r0): the first k columns by `quant` (fe_gemv_quant_x,
+ * or a kernel's vector copy of its operations: the same bytes and scales; a block that
+ * straddles k padded with zeros; blocks past k zero), with corr = -off times each block's
+ * sum of q. The reference's and every kernel's. */
+typedef void (*gm_i8_quant_fn)(const float *x, int64_t n, int8_t *q, float *dx);
+void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
+                      gm_i8_quant_fn quant, uint32_t *dst);
 
 void fe_gemm_scalar(const fe_args *, const fe_design *, int, int);
 void fe_gemm_avx2(const fe_args *, const fe_design *, int, int);

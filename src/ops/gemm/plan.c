@@ -2,6 +2,7 @@
  * per ISA, block sizes clipped to the extents, the per-worker workspace layout, and how
  * workers split the work (see gemm.h). Compiled once, for baseline x86-64. */
 #include "ops/gemm/gemm.h"
+#include "ops/gemv/gemv.h"
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -43,7 +44,11 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     const bool avx512_dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0;
     p->dot = avx512_dot && d->tunables[GM_DOT] == GM_DOT_PACKED;
     p->rows = avx512_dot && d->tunables[GM_DOT] == GM_DOT_ROWS;
+    p->i8 = d->params[GM_P_INT8] != 0;
+    p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] != 0;
     if (p->rows) p->mr = GM_MR_ROWS, p->nr = GM_NR_ROWS;
+    else if (p->i8 && d->isa == FE_ISA_AVX512) p->mr = GM_MR_I8_AVX512, p->nr = GM_NR_I8_AVX512;
+    else if (p->i8 && d->isa == FE_ISA_AVX2) p->mr = GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
     else gm_tile(d->isa, &p->mr, &p->nr);
     int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
     /* blocks never larger than the (rounded-up) extents: a small GEMM takes a small
@@ -61,7 +66,11 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->kb = round_up(d->tunables[GM_KC], GM_KSTEP);
     p->kc = min64(round_up(p->kb + p->kb / 4, GM_KSTEP), round_up(K, GM_KSTEP));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
-    if (p->rows) { /* A's rows as bf16, nothing of B */
+    if (p->i8) { /* every row of A quantised (a worker may have them all); int8 B panels */
+        p->ap = round_up(M, p->mr) * gm_i8_row_words(round_up(K, GM_KSTEP));
+        p->bp = d->isa == FE_ISA_SCALAR ? 0 : p->nc * (p->kc / GM_KSTEP) * GM_I8_BLOCK_WORDS;
+        p->tmp = 0;
+    } else if (p->rows) { /* A's rows as bf16, nothing of B */
         p->ap = round_up(p->mc * gm_rows_ldw(p->kc), 16);
         p->bp = p->tmp = 0;
     } else {
@@ -87,4 +96,32 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
     *m1 = min64(t1 * p->mr, rows);
     *n0 = q0 * p->nr;
     *n1 = min64(q1 * p->nr, n);
+}
+
+void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
+                      gm_i8_quant_fn quant, uint32_t *dst) {
+    const int64_t nb = K / GM_KSTEP, kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
+    const int64_t full = k / GM_KSTEP * GM_KSTEP;
+    for (int64_t r = r0; r < r1; r++) {
+        uint32_t *w = dst + (r - r0) * gm_i8_row_words(K);
+        int8_t *q = (int8_t *)w;
+        float *dx = (float *)w + K / 4, *dxt = dx + 2 * nb;
+        int32_t *corr = (int32_t *)(dx + nb);
+        const float *x = A + r * K;
+        quant(x, full, q, dx);
+        if (full < k) { /* the block that straddles k, zero past it */
+            float t[GM_KSTEP] = {0};
+            memcpy(t, x + full, (size_t)(k - full) * sizeof *t);
+            quant(t, GM_KSTEP, q + full, dx + full / GM_KSTEP);
+        }
+        memset(q + kq, 0, (size_t)(K - kq));
+        for (int64_t b = 0; b < nb; b++) {
+            int32_t t = 0;
+            if (b * GM_KSTEP >= kq) dx[b] = 0.0f;
+            else
+                for (int j = 0; j < GM_KSTEP; j++) t += q[b * GM_KSTEP + j];
+            corr[b] = -off * t;
+            dxt[b] = dx[b] * (float)t;
+        }
+    }
 }
