@@ -15,6 +15,9 @@ void args_describe_value(const arg_opt *o, char *buf, size_t n) {
     size_t at = 0;
     switch (o->kind) {
     case ARG_FLAG: snprintf(buf, n, "no value"); break;
+    case ARG_FLAG_VALUE:
+        snprintf(buf, n, "no value, or =%s", o->metavar ? o->metavar : "VALUE");
+        break;
     case ARG_INT:
         if (o->hi == INT64_MAX) snprintf(buf, n, "an integer >= %lld", (long long)o->lo);
         else snprintf(buf, n, "an integer in %lld..%lld", (long long)o->lo, (long long)o->hi);
@@ -58,7 +61,8 @@ static bool store(const arg_opt *o, const char *v) {
     char *end;
     errno = 0;
     switch (o->kind) {
-    case ARG_FLAG: *o->flag = true; return true;
+    case ARG_FLAG:
+    case ARG_FLAG_VALUE: *o->flag = true; return true;
     case ARG_INT: {
         long long x = strtoll(v, &end, 10);
         if (errno || end == v || *end || x < o->lo || x > o->hi) return false;
@@ -115,6 +119,13 @@ static int apply(const arg_spec *sp, const arg_opt *o, const char *spelled, cons
     if (o->kind == ARG_FLAG) {
         if (inline_v) return usage_error(sp, err, "%s takes no value (got \"%s\")", spelled, inline_v);
         *o->flag = true;
+        return FE_EXIT_OK;
+    }
+    if (o->kind == ARG_FLAG_VALUE) {
+        if (inline_v && !*inline_v)
+            return usage_error(sp, err, "%s= needs a value after the =: %s", spelled, what);
+        *o->flag = true;
+        if (inline_v) *o->s = inline_v;
         return FE_EXIT_OK;
     }
     const char *v = inline_v;
@@ -176,7 +187,7 @@ int args_parse(const arg_spec *sp, int argc, char **argv, arg_result *r, FILE *e
             o = find_short(sp, a[1]);
             snprintf(spelled, sizeof spelled, "-%c", a[1]);
             if (a[2]) inline_v = a[2] == '=' ? a + 3 : a + 2;
-            if (o && o->kind == ARG_FLAG && a[2]) o = NULL; /* no clusters: -hx is unknown */
+            if (o && (o->kind == ARG_FLAG || o->kind == ARG_FLAG_VALUE) && a[2]) o = NULL; /* no clusters: -hx is unknown */
         }
         if (!o)
             return usage_error(sp, err, "unknown option \"%s\"; `ferrum %s --help` lists them", a,
@@ -224,13 +235,16 @@ void args_usage(const arg_spec *sp, FILE *f) {
             for (int c = 0; o->choices[c] && at < sizeof metavar; c++)
                 at += (size_t)snprintf(metavar + at, sizeof metavar - at, "%s%s", c ? "|" : "",
                                        o->choices[c]);
+        } else if (o->kind == ARG_FLAG_VALUE) {
+            snprintf(metavar, sizeof metavar, "[=%s]", o->metavar ? o->metavar : "VALUE");
         } else if (o->kind != ARG_FLAG) {
             snprintf(metavar, sizeof metavar, "%s", o->metavar ? o->metavar : "VALUE");
         }
+        const char *sep = *metavar && o->kind != ARG_FLAG_VALUE ? " " : "";
         int n = o->short_name ? snprintf(head, sizeof head, "  -%c, --%s%s%s", o->short_name,
-                                         o->name, *metavar ? " " : "", metavar)
-                              : snprintf(head, sizeof head, "      --%s%s%s", o->name,
-                                         *metavar ? " " : "", metavar);
+                                         o->name, sep, metavar)
+                              : snprintf(head, sizeof head, "      --%s%s%s", o->name, sep,
+                                         metavar);
         /* the help, then "(range; repeatable; default D)" from the table */
         char note[400] = "", text[1400];
         if (o->kind == ARG_INT || o->kind == ARG_FLOAT) args_describe_value(o, note, sizeof note);

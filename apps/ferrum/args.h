@@ -22,6 +22,8 @@ typedef enum arg_kind {
     ARG_STRING,  /* *s = the argument (borrowed from argv); nonempty unless empty_ok */
     ARG_CHOICE,  /* one of choices: *s = the choice (borrowed from the table), *i = its index */
     ARG_STRINGS, /* repeatable: strs[(*count)++] = the argument, at most max times */
+    ARG_FLAG_VALUE, /* sets *flag; a value only inline (--write-profile=FILE) sets *s, so a
+                     * positional after it is never taken as its value */
 } arg_kind;
 
 typedef struct arg_opt {

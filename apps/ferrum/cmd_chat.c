@@ -31,13 +31,14 @@ static const char commands_help[] =
 
 typedef struct chat_args {
     model_args open;
+    tuning_args tuning;
     fe_lm_sampling sampling;
     int64_t seed, num_tokens, max_seq_len, chunk;
     const char *system;
     bool verbose;
 } chat_args;
 
-enum { CHAT_MAX_OPTS = MODEL_MAX_OPTS + SAMPLING_MAX_OPTS + 6 };
+enum { CHAT_MAX_OPTS = MODEL_MAX_OPTS + SAMPLING_MAX_OPTS + TUNING_MAX_OPTS + 6 };
 
 static int chat_options(chat_args *a, arg_opt *t) {
     int n = model_options(&a->open, true, t);
@@ -57,6 +58,7 @@ static int chat_options(chat_args *a, arg_opt *t) {
     };
     memcpy(t + n, opts, sizeof opts);
     n += (int)(sizeof opts / sizeof opts[0]);
+    n += tuning_options(&a->tuning, t + n);
     return n + sampling_options(&a->sampling, &a->seed, t + n);
 }
 
@@ -66,6 +68,7 @@ typedef struct chat {
     const fe_cli_io *io;
     fe_lm_model *m;
     fe_lm_session *s;
+    fe_profile *profile; /* the tuning profile (NULL: none); outlives s */
     fe_lm_message *msgs;
     int n, cap;
     cli_text answer; /* the answer streaming in */
@@ -223,6 +226,9 @@ static int start(chat *c) {
     so.max_seq_len = a->max_seq_len ? a->max_seq_len : in.context > 0 && in.context < 4096 ? in.context : 4096;
     so.chunk = a->chunk;
     so.sampling = a->sampling;
+    int code = tuning_load(&a->tuning, c->m, "chat", c->io, &c->profile);
+    if (code != FE_EXIT_OK) return code;
+    so.profile = c->profile;
     fe_error err = {0};
     if (fe_lm_session_create(c->m, &so, &c->s, &err) != FE_OK)
         return cli_fail(c->io->err, "chat", "building the model", err.message);
@@ -244,6 +250,7 @@ int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io) {
     int code = cli_parse(&sp, argc, argv, pos, io, &help);
     if (code != FE_EXIT_OK || help) return code;
     code = model_args_settle(&a.open, pos[0], "chat", io->err);
+    if (code == FE_EXIT_OK) code = tuning_settle(&a.tuning, "chat", io->err);
     if (code == FE_EXIT_OK && a.open.random_weights && !a.open.tokenizer)
         code = cli_refuse(io->err, "chat", "random weights come without a tokenizer; give "
                           "--tokenizer tokenizer.json (one with a chat template ferrum knows)");
@@ -259,6 +266,7 @@ int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io) {
     free(c.msgs);
     free(c.answer.p);
     fe_lm_session_destroy(c.s);
+    fe_profile_destroy(c.profile);
     fe_lm_model_close(c.m);
     return code;
 }

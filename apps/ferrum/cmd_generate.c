@@ -78,10 +78,11 @@ static int generate_options(gen_parse *p, arg_opt *t) {
     int n = model_options(&a->open, true, t);
     memcpy(t + n, opts, sizeof opts);
     n += (int)(sizeof opts / sizeof opts[0]);
+    n += tuning_options(&a->tuning, t + n);
     return n + sampling_options(&a->sampling, &p->seed, t + n);
 }
 
-enum { MAX_GEN_OPTS = 32 + MODEL_MAX_OPTS + SAMPLING_MAX_OPTS };
+enum { MAX_GEN_OPTS = 32 + MODEL_MAX_OPTS + SAMPLING_MAX_OPTS + TUNING_MAX_OPTS };
 
 static const char synopsis[] =
     "usage: ferrum generate MODEL [options]\n\n"
@@ -140,6 +141,7 @@ int fe_generate_parse(int argc, char **argv, gen_args *a, bool *help, FILE *err)
     *help = r.help;
     if (code != FE_EXIT_OK || r.help) return code;
     if ((code = model_args_settle(&a->open, pos[0], "generate", err)) != FE_EXIT_OK) return code;
+    if ((code = tuning_settle(&a->tuning, "generate", err)) != FE_EXIT_OK) return code;
     a->seed_given = p.seed >= 0;
     a->sampling.seed = p.seed >= 0 ? (uint64_t)p.seed : 0;
     a->prefill_dot = p.prefill_dot < 0 ? FE_LM_PREFILL_DOT_AUTO

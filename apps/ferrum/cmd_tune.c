@@ -23,8 +23,10 @@ static const char tune_synopsis[] =
     "NAME=VALUE gives an extent (N=2048), a param (epilogue=swiglu), a tunable (held, not\n"
     "searched: rows_per_step=4), dtype=DTYPE, or case=NAME (the catalog case the shape\n"
     "starts from; `ferrum ops OP` prints the names: params, tunables, per-call values,\n"
-    "extents and cases). Example:\n"
-    "  ferrum tune GEMV N=2048 K=2048 B=1 dtype=q8_0\n";
+    "extents and cases). --write-profile keeps the best as data: `ferrum generate` and\n"
+    "`ferrum chat` load this device's profile\n"
+    "(${FERRUM_CACHE_HOME:-~/.cache/ferrum}/profiles/<device id>.json). Example:\n"
+    "  ferrum tune GEMV N=2048 K=2048 B=1 dtype=q8_0 --write-profile\n";
 
 /* "N=2048" into a setting: a number where the value is one, else the text (a choice name). */
 static bool parse_kv(const char *arg, fe_setting *s, char *name, size_t n) {
@@ -113,8 +115,27 @@ static void print_table(FILE *f, const fe_tune_result *r) {
                                     "machine (--remeasure)");
 }
 
+/* --write-profile: the best into path (NULL: this device's profile). */
+static int write_entry(fe_device *dev, const fe_tune_result *res, const char *path,
+                       const fe_cli_io *io) {
+    char def[1100];
+    fe_error err;
+    if (!path && fe_tune_profile_path(dev, NULL, def, sizeof def, &err) != FE_OK) {
+        fprintf(io->err, "ferrum tune: %s\n", err.message);
+        return FE_EXIT_FAILURE;
+    }
+    if (!path) path = def;
+    if (fe_tune_write_profile(res, path, &err) != FE_OK) {
+        fprintf(io->err, "ferrum tune: %s\n", err.message);
+        return FE_EXIT_FAILURE;
+    }
+    fprintf(io->err, "ferrum tune: wrote the entry for this shape to %s\n", path);
+    return FE_EXIT_OK;
+}
+
 int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
-    bool remeasure = false, json = false;
+    bool remeasure = false, json = false, write_profile = false;
+    const char *profile_out = NULL;
     double budget = 300;
     const char *values[MAX_SETTINGS], *ladder = NULL, *profile_path = NULL;
     int n_values = 0;
@@ -131,6 +152,10 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
         {"budget-ms", 0, ARG_FLOAT, "MS", "time one figure may take before its repeats stop",
          "300", .flo = 1, .fhi = 60000, .f = &budget},
         {"json", 0, ARG_FLAG, NULL, "print the table as JSON", NULL, .flag = &json},
+        {"write-profile", 0, ARG_FLAG_VALUE, "FILE", "write the best setting as this op and "
+         "shape's entry in the profile FILE (default: this device's, the one `ferrum generate` "
+         "loads), keeping its other entries; refused when no best is reliable", NULL,
+         .flag = &write_profile, .s = &profile_out},
     };
     arg_spec sp = {.cmd = "tune", .synopsis = tune_synopsis, .opts = opts,
                    .n_opts = (int)(sizeof opts / sizeof opts[0]), .max_positional = 1 + MAX_SETTINGS,
@@ -198,8 +223,9 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
         fprintf(io->out, "device: %s\n", desc);
         print_table(io->out, res);
     }
+    int code_out = write_profile ? write_entry(dev, res, profile_out, io) : FE_EXIT_OK;
     fe_tune_result_destroy(res);
     fe_device_destroy(dev);
     fe_profile_destroy(profile);
-    return FE_EXIT_OK;
+    return code_out;
 }

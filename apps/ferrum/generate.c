@@ -126,6 +126,9 @@ static int make_session(gen_run *r) {
     so.verbose = a->verbose;
     so.profiling = a->profile;
     so.sampling = r->sampling;
+    int code = tuning_load(&a->tuning, r->m, "generate", r->io, &r->profile);
+    if (code != FE_EXIT_OK) return code;
+    so.profile = r->profile;
     if (a->num_tokens >= 0 && r->n_ids + a->num_tokens > so.max_seq_len) {
         fprintf(r->io->err, "ferrum generate: %lld prompt tokens plus %lld to generate pass "
                 "max_seq_len %lld; give a larger --max-seq-len or fewer tokens\n",
@@ -198,6 +201,7 @@ done:
     else fe_lm_free(r.ids);
     gen_report_deinit(&r);
     fe_lm_session_destroy(r.s);
+    fe_profile_destroy(r.profile);
     fe_lm_model_close(r.m);
     return code;
 }

@@ -15,6 +15,7 @@ enum { GEN_MAX_STOP = 8 };
 
 typedef struct gen_args {
     model_args open; /* the model and how to open it (lm_args.h) */
+    tuning_args tuning; /* --tuning FILE, --no-tuning (lm_args.h) */
     /* The prompt: text (from --prompt, or read by the parser from --prompt-file, "-" being
      * stdin; prompt_text is then owned by the parser's caller and freed by gen_args_deinit),
      * ids, or a random one of prompt_len ids (only where asked: --prompt-len). */

@@ -12,6 +12,7 @@ typedef struct gen_run {
     const fe_cli_io *io;
     fe_lm_model *m;
     fe_lm_session *s;
+    fe_profile *profile;   /* the tuning profile (NULL: none); outlives s */
     fe_lm_model_info info;
     int32_t *ids;          /* the prompt */
     int64_t n_ids;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "ferrum/device.h"
+#include "ferrum/tune.h"
 
 static const char *const dtypes[] = {"bf16", "f32", NULL};
 
@@ -324,4 +325,46 @@ void cli_quote_piece(FILE *f, const char *s, size_t n) {
         k = k ? k : 1;
     }
     fputc('"', f);
+}
+
+int tuning_options(tuning_args *a, arg_opt *t) {
+    const arg_opt opts[TUNING_MAX_OPTS] = {
+        {"tuning", 0, ARG_STRING, "FILE", "the tuning profile to compile with (`ferrum tune "
+         "--write-profile` writes one)", "this device's, when `ferrum tune` made one",
+         .s = &a->file},
+        {"no-tuning", 0, ARG_FLAG, NULL, "compile with no tuning profile: every tunable at "
+         "its default", NULL, .flag = &a->none},
+    };
+    memcpy(t, opts, sizeof opts);
+    return TUNING_MAX_OPTS;
+}
+
+int tuning_settle(const tuning_args *a, const char *cmd, FILE *err) {
+    if (a->file && a->none)
+        return cli_refuse(err, cmd, "--tuning %s and --no-tuning disagree; give one", a->file);
+    return FE_EXIT_OK;
+}
+
+int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_cli_io *io,
+                fe_profile **p) {
+    *p = NULL;
+    char def[1100];
+    fe_error err;
+    const char *path = a->file;
+    if (!a->none && !path &&
+        fe_tune_profile_path(fe_lm_model_device(m), NULL, def, sizeof def, &err) == FE_OK &&
+        access(def, F_OK) == 0)
+        path = def;
+    if (!path) {
+        fprintf(io->err, "ferrum: tuning: none (%s)\n", a->none ? "--no-tuning"
+                : "run ferrum tune OP ... --write-profile to make one");
+        return FE_EXIT_OK;
+    }
+    if (fe_profile_load(path, p, &err) != FE_OK)
+        return cli_refuse(io->err, cmd, "tuning profile %s: %s; fix or remove the file (`ferrum "
+                          "tune ... --write-profile` writes a new one), give another with "
+                          "--tuning FILE, or run without one: --no-tuning", path, err.message);
+    int n = fe_profile_count(*p);
+    fprintf(io->err, "ferrum: tuning: %s (%d entr%s)\n", path, n, n == 1 ? "y" : "ies");
+    return FE_EXIT_OK;
 }

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "ferrum/lm.h"
 
-enum { MODEL_MAX_OPTS = 5, SAMPLING_MAX_OPTS = 9, CLI_TEXT_MAX = 64 << 20 };
+enum { MODEL_MAX_OPTS = 5, SAMPLING_MAX_OPTS = 9, TUNING_MAX_OPTS = 2, CLI_TEXT_MAX = 64 << 20 };
 
 typedef struct model_args {
     const char *model;     /* MODEL: the positional argument or -m/--model */
@@ -47,6 +47,25 @@ int model_open(const model_args *a, bool header_only, const char *cmd, const fe_
  * need the model (the prompt against its tokenizer) and before the first prompt, which would
  * otherwise pay the page faults. */
 void model_read_in(fe_lm_model *m, const fe_cli_io *io);
+
+/* Which tuning profile the session compiles with: --tuning FILE, --no-tuning, else this
+ * device's (${FERRUM_CACHE_HOME:-~/.cache/ferrum}/profiles/<device id>.json) when it exists. */
+typedef struct tuning_args {
+    const char *file; /* --tuning FILE */
+    bool none;        /* --no-tuning */
+} tuning_args;
+
+/* Writes the table entries --tuning and --no-tuning (TUNING_MAX_OPTS) to t, pointing into a.
+ * Returns the count. */
+int tuning_options(tuning_args *a, arg_opt *t);
+/* After args_parse: FE_EXIT_USAGE after a line naming cmd when both are given. */
+int tuning_settle(const tuning_args *a, const char *cmd, FILE *err);
+/* The profile (*p; NULL: none; the caller fe_profile_destroy()s it after the session), and
+ * the line "ferrum: tuning: PATH (N entries)" or "ferrum: tuning: none (...)" on io->err. A
+ * profile that cannot be read or is malformed is an error naming the file and the fix
+ * (FE_EXIT_USAGE), never a silent run without it. */
+int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_cli_io *io,
+                fe_profile **p);
 
 /* Writes the table entries --temperature, --top-k, --top-p, --min-p, --repeat-penalty,
  * --repeat-last-n, --presence-penalty, --frequency-penalty and -s/--seed (at most

@@ -225,6 +225,11 @@ typedef struct fe_lm_session_options {
     bool each_step;       /* one dispatch per step instead of per call */
     bool verbose;         /* print the graph's packaging and per-call values */
     bool profiling;       /* time every step (fe_graph_write_profile on the session's graph) */
+    /* Tunables as data (ferrum/ops.h, e.g. from `ferrum tune --write-profile`) for the
+     * graph's compiles; NULL: none. Borrowed: it must outlive the session (a version may be
+     * compiled on first use). The tunables the model's graph gives itself win over it; it
+     * gives none today (every setting the Llama body passes is a param). */
+    const fe_profile *profile;
     /* The sampler compiled into the device loop. A generate whose sampling has the same
      * temperature, top_k, top_p and seed and no host-only option draws on the device;
      * any other samples on the host. Default: greedy. Its seed is at most 2^53. */

@@ -105,6 +105,20 @@ FE_API void fe_kernel_cost(const fe_kernel *k, const int64_t *values, int n_valu
 FE_API fe_status fe_profile_parse(const char *text, size_t len, fe_profile **out, fe_error *err);
 FE_API fe_status fe_profile_load(const char *path, fe_profile **out, fe_error *err);
 FE_API void fe_profile_destroy(fe_profile *p);
+/* Entries in the profile (0 for NULL). */
+FE_API int fe_profile_count(const fe_profile *p);
+/* Adds an entry for op at the shape `when` (params and extents by name, numbers), setting
+ * `tunables`, replacing the entry of the same op whose `when` names the same values (other
+ * entries are kept). `note` (may be NULL) is kept as the entry's "note", for a reader; loads
+ * ignore it. The entry is checked as fe_profile_load checks one: FE_E_INVALID names what is
+ * wrong. Everything is copied; nothing is borrowed past the call. An empty profile comes from
+ * fe_profile_parse("{\"entries\": []}"). */
+FE_API fe_status fe_profile_put(fe_profile *p, const char *op, const fe_setting *when, int n_when,
+                                const fe_setting *tunables, int n_tunables, const char *note,
+                                fe_error *err);
+/* Writes the profile to path whole: to a temporary beside it, then renamed over it, so a
+ * reader never sees half a file. The directory must exist. FE_E_IO names the path. */
+FE_API fe_status fe_profile_save(const fe_profile *p, const char *path, fe_error *err);
 
 #ifdef __cplusplus
 }

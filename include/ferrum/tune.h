@@ -9,9 +9,11 @@
  * JSON file per design under ${FERRUM_CACHE_HOME:-~/.cache/ferrum}/costs/<device id>/,
  * keyed on the design, the per-call values and the inputs' contents.
  *
+ * A result's best is written as a profile entry (fe_tune_write_profile), the profile that
+ * `ferrum generate` loads for this device.
+ *
  * Not yet (later parts of the tuner): the cost table of a graph, folds, joint narrowing
- * (settings here are searched one tunable at a time around the default), tuning a model,
- * and profiles written from the results. The cost cache API below is what they build on. */
+ * (settings here are searched one tunable at a time around the default), tuning a model. The cost cache API below is what they build on. */
 #ifndef FERRUM_TUNE_H
 #define FERRUM_TUNE_H
 
@@ -134,6 +136,23 @@ FE_API fe_cost_figure fe_tune_result_dispatch(const fe_tune_result *r);
 /* What was built, two lines: "GEMV w (2048, 2048) q8_0, x (1, 2048) ...; values rows=2048
  * batches=1" and "default setting: WIDTH=2 rows_per_step=4 ...". */
 FE_API const char *fe_tune_result_shape(const fe_tune_result *r);
+/* ---- profiles from the results ---- */
+
+/* This device's profile: `root` (NULL: $FERRUM_CACHE_HOME, else $HOME/.cache/ferrum) +
+ * "/profiles/" + fe_tune_device_id() + ".json", into buf. FE_E_INVALID when no root is set.
+ * The file need not exist. */
+FE_API fe_status fe_tune_profile_path(const fe_device *dev, const char *root, char *buf,
+                                      size_t n, fe_error *err);
+/* Writes the best row of r into the profile at path as the entry for r's op and shape (every
+ * extent and param: the most specific entry for it), setting the design tunables whose best
+ * value differs from the pure default (none when the default is best: the entry then keeps
+ * a less specific one from applying), with a "note" of the medians. An entry for the same op
+ * and shape is replaced, others kept; the file is written to a temporary and renamed, its
+ * directory made. FE_E_STATE when r has no best (no reliable figure, or an unreliable one
+ * faster than the best): nothing is written and err says why. A file there that is not a
+ * profile is refused (FE_E_FORMAT or FE_E_IO naming it) and left as it was. The key does not
+ * name dtypes or per-call values: the entry applies to every dtype at those extents. */
+FE_API fe_status fe_tune_write_profile(const fe_tune_result *r, const char *path, fe_error *err);
 /* Messages about the cache (a malformed file refused and replaced), one a line; "" if none. */
 FE_API const char *fe_tune_result_notes(const fe_tune_result *r);
 

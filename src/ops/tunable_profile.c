@@ -1,9 +1,14 @@
 /* ops/tunable_profile.c: profiles, tunables as data (JSON). Validated whole at load against the
  * registry (every op, `when` name and tunable must exist), so applying one cannot fail on
- * a name; applying picks the most specific matching entry. */
+ * a name; applying picks the most specific matching entry. An entry's other keys (the
+ * tuner's "note") are kept and never read. fe_profile_put validates an entry the same way
+ * before it joins, so a profile in memory is always one fe_profile_load would accept. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/json.h"
@@ -94,6 +99,79 @@ void fe_profile_destroy(fe_profile *p) {
     if (!p) return;
     json_decref(p->entries);
     fe_free(p);
+}
+
+int fe_profile_count(const fe_profile *p) { return p ? (int)json_array_size(p->entries) : 0; }
+
+/* A number as JSON: an integer when it is one (so a file reads 2048, not 2048.0). */
+static json_t *number(double v) {
+    return v == floor(v) && fabs(v) < 9e15 ? json_integer((json_int_t)v) : json_real(v);
+}
+
+/* Whether two `when` objects name the same values (the same shape: an entry to replace). */
+static bool same_when(json_t *a, json_t *b) {
+    if (json_object_size(a) != json_object_size(b)) return false;
+    const char *key;
+    json_t *v;
+    json_object_foreach(a, key, v) {
+        json_t *w = json_object_get(b, key);
+        if (!w || json_number_value(w) != json_number_value(v)) return false;
+    }
+    return true;
+}
+
+fe_status fe_profile_put(fe_profile *p, const char *op, const fe_setting *when, int n_when,
+                         const fe_setting *tunables, int n_tunables, const char *note,
+                         fe_error *err) {
+    json_t *w = json_object(), *tun = json_object();
+    json_t *e = json_pack("{s:s?, s:o, s:o}", "op", op, "when", w, "tunables", tun);
+    if (!e) return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
+    bool ok = true;
+    for (int i = 0; ok && i < n_when; i++)
+        ok = json_object_set_new(w, when[i].name, number(when[i].value)) == 0;
+    for (int i = 0; ok && i < n_tunables; i++)
+        ok = json_object_set_new(tun, tunables[i].name, json_integer((json_int_t)tunables[i].value)) == 0;
+    if (ok && note) ok = json_object_set_new(e, "note", json_string(note)) == 0;
+    if (!ok) {
+        json_decref(e);
+        return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
+    }
+    size_t at = json_array_size(p->entries);
+    fe_status st = check_entry(e, at, "profile", err);
+    if (st != FE_OK) {
+        json_decref(e);
+        if (st == FE_E_FORMAT && err) err->status = FE_E_INVALID;
+        return st == FE_E_FORMAT ? FE_E_INVALID : st;
+    }
+    size_t i;
+    json_t *old;
+    json_array_foreach(p->entries, i, old)
+        if (strcasecmp(json_string_value(json_object_get(old, "op")), op) == 0 &&
+            same_when(json_object_get(old, "when"), w)) {
+            at = i;
+            break;
+        }
+    if ((at < json_array_size(p->entries) ? json_array_set_new(p->entries, at, e)
+                                          : json_array_append_new(p->entries, e)) != 0)
+        return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
+    return FE_OK;
+}
+
+fe_status fe_profile_save(const fe_profile *p, const char *path, fe_error *err) {
+    char tmp[1100];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+        return fe_error_set(err, FE_E_INVALID, "profile: the path %s is too long", path);
+    json_t *root = json_pack("{s:O}", "entries", p->entries);
+    if (!root) return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
+    int bad = json_dump_file(root, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0;
+    json_decref(root);
+    if (bad) {
+        int e = errno;
+        unlink(tmp);
+        return fe_error_set(err, FE_E_IO, "profile: cannot write %s: %s; give a writable path",
+                            path, strerror(e));
+    }
+    return FE_OK;
 }
 
 /* The value a `when` name has in the request being made. */

@@ -46,13 +46,8 @@ fe_status fe_cost_cache_open(const fe_device *dev, const char *root, fe_cost_cac
                              fe_error *err) {
     *out = NULL;
     char base[900];
-    const char *env = getenv("FERRUM_CACHE_HOME"), *home = getenv("HOME");
-    if (root && *root) snprintf(base, sizeof base, "%s", root);
-    else if (env && *env) snprintf(base, sizeof base, "%s", env);
-    else if (home && *home) snprintf(base, sizeof base, "%s/.cache/ferrum", home);
-    else
-        return fe_error_set(err, FE_E_INVALID, "cost cache: neither FERRUM_CACHE_HOME nor HOME "
-                            "is set; set FERRUM_CACHE_HOME to a directory for the costs");
+    fe_status st = fe_tune_cache_root(root, base, sizeof base, err);
+    if (st != FE_OK) return st;
     fe_cost_cache *c = fe_calloc(1, sizeof *c);
     if (!c) return fe_error_set(err, FE_E_NOMEM, "cost cache: out of memory");
     char id[17];
@@ -173,7 +168,18 @@ fe_status fe_cost_cache_get(fe_cost_cache *c, const fe_cost_key *key, fe_cost_fi
     return FE_OK;
 }
 
-static int mkdirs(const char *dir) {
+fe_status fe_tune_cache_root(const char *root, char *buf, size_t n, fe_error *err) {
+    const char *env = getenv("FERRUM_CACHE_HOME"), *home = getenv("HOME");
+    if (root && *root) snprintf(buf, n, "%s", root);
+    else if (env && *env) snprintf(buf, n, "%s", env);
+    else if (home && *home) snprintf(buf, n, "%s/.cache/ferrum", home);
+    else
+        return fe_error_set(err, FE_E_INVALID, "tune: neither FERRUM_CACHE_HOME nor HOME is "
+                            "set; set FERRUM_CACHE_HOME to a directory for costs and profiles");
+    return FE_OK;
+}
+
+int fe_tune_mkdirs(const char *dir) {
     char p[1024];
     snprintf(p, sizeof p, "%s", dir);
     for (char *s = p + 1; *s; s++)
@@ -213,7 +219,7 @@ fe_status fe_cost_cache_put(fe_cost_cache *c, const fe_cost_key *key, const fe_c
                   "median_ns", fig->median_ns, "p10_ns", fig->p10_ns, "p90_ns", fig->p90_ns,
                   "samples", fig->samples, "reliable", fig->reliable);
     if (!e || json_array_append_new(entries, e)) goto nomem;
-    if (mkdirs(c->dir) != 0) {
+    if (fe_tune_mkdirs(c->dir) != 0) {
         json_decref(root);
         return fe_error_set(err, FE_E_IO, "cost cache: cannot create %s: %s; set "
                             "FERRUM_CACHE_HOME to a writable directory", c->dir, strerror(errno));

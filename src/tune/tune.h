@@ -60,8 +60,6 @@ typedef void (*fe_probe_fn)(void *ctx);
 fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
                              char *why, size_t why_n);
 
-#endif
-
 /* A tune request made concrete: the catalog case it starts from, with the extents, params
  * and dtype the request names written in, the held tunables and per-call values. */
 typedef struct fe_tune_shape {
@@ -81,3 +79,33 @@ fe_status fe_tune_shape_init(fe_device *dev, const fe_tune_request *req, fe_tune
 /* A request for a kernel at the shape with the held tunables plus `extra` (may be NULL). */
 fe_status fe_tune_shape_kernel(fe_device *dev, const fe_tune_shape *s, const fe_setting *extra,
                                fe_kernel **k, fe_error *err);
+
+enum { FE_TUNE_MAX_ROWS = 1 + FE_MAX_TUNABLES * FE_TUNE_MAX_DOMAIN };
+
+struct fe_tune_result {
+    fe_tune_row rows[FE_TUNE_MAX_ROWS];
+    int n;
+    fe_cost_figure dispatch;
+    char shape[512];
+    char notes[2048];
+    /* for a profile entry: the op, its shape's key (every extent and param, names static),
+     * each row's design tunables and the pure default's (no held tunable, no profile) */
+    const fe_op *op;
+    fe_setting when[FE_MAX_EXTENTS + FE_MAX_PARAMS];
+    int n_when;
+    int64_t tunables[FE_TUNE_MAX_ROWS][FE_MAX_TUNABLES];
+    int64_t base[FE_MAX_TUNABLES];
+};
+
+/* The cache's root: `root`, else $FERRUM_CACHE_HOME, else $HOME/.cache/ferrum. FE_E_INVALID
+ * when none is set. */
+fe_status fe_tune_cache_root(const char *root, char *buf, size_t n, fe_error *err);
+/* mkdir -p; 0 or -1 with errno. */
+int fe_tune_mkdirs(const char *dir);
+/* Writes row i of r (a gated-in candidate, reliable or not) as its shape's entry in the
+ * profile at path: what fe_tune_write_profile does with the best row. Tests use it to write
+ * a row without depending on the machine's load. */
+fe_status fe_tune_write_profile_row(const fe_tune_result *r, int i, const char *path,
+                                    fe_error *err);
+
+#endif

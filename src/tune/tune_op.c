@@ -13,15 +13,7 @@
 #include "core/error.h"
 #include "tune/tune.h"
 
-enum { LADDER_STEPS = 4, MAX_ROWS = 1 + FE_MAX_TUNABLES * FE_TUNE_MAX_DOMAIN };
-
-struct fe_tune_result {
-    fe_tune_row rows[MAX_ROWS];
-    int n;
-    fe_cost_figure dispatch;
-    char shape[512];
-    char notes[2048];
-};
+enum { LADDER_STEPS = 4 };
 
 fe_tune_options fe_tune_options_default(void) {
     return (fe_tune_options){.budget_ms = 300, .max_spread = 0.25, .attempts = 3,
@@ -221,6 +213,32 @@ static void describe_shape(const fe_tune_shape *s, const int64_t *ext, fe_tune_r
     }
 }
 
+/* What a profile entry for this tune needs: the shape's key (every extent and param) and
+ * the pure default's tunables (no held tunable, no profile) that a row's are compared with.
+ * When the pure default cannot be made, the default row stands for it. */
+static void record_shape(fe_device *dev, const fe_tune_shape *s, const fe_kernel *def_k,
+                         fe_tune_result *r) {
+    const fe_design *d = fe_kernel_design(def_k);
+    const fe_op *op = s->op;
+    r->op = op;
+    r->n_when = 0;
+    for (int e = 0; e < op->n_extents; e++)
+        r->when[r->n_when++] = (fe_setting){op->extents[e], (double)fe_kernel_extents(def_k)[e]};
+    for (int p = 0; p < op->n_params; p++)
+        r->when[r->n_when++] = (fe_setting){op->params[p].name, d->params[p]};
+    fe_tune_shape bare = *s;
+    bare.c.name = bare.case_name;
+    bare.c.n_tunables = 0;
+    bare.profile = NULL;
+    fe_kernel *k = NULL;
+    fe_error ignored;
+    if (fe_tune_shape_kernel(dev, &bare, NULL, &k, &ignored) == FE_OK)
+        memcpy(r->base, fe_kernel_design(k)->tunables, sizeof r->base);
+    else
+        memcpy(r->base, d->tunables, sizeof r->base);
+    fe_kernel_destroy(k);
+}
+
 /* Settings to try: the default, then each other domain value of each searched tunable. */
 static int plan_settings(const fe_kernel *def_k, const fe_device_info *dev, fe_setting *out,
                          int max) {
@@ -289,11 +307,13 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
     size_t at = strlen(r->shape);
     snprintf(r->shape + at, sizeof r->shape - at, "\ndefault setting: %s", text);
     row->design = fe_kernel_design_key(def_k);
+    record_shape(dev, &s, def_k, r);
+    memcpy(r->tunables[0], fe_kernel_design(def_k)->tunables, sizeof r->tunables[0]);
     if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
     st = price(&s, def_k, &b, cache, &o, row, r, err);
 
-    fe_setting settings[MAX_ROWS];
-    int n_set = plan_settings(def_k, fe_device_get_info(dev), settings, MAX_ROWS - 1);
+    fe_setting settings[FE_TUNE_MAX_ROWS];
+    int n_set = plan_settings(def_k, fe_device_get_info(dev), settings, FE_TUNE_MAX_ROWS - 1);
     for (int i = 0; st == FE_OK && i < n_set; i++) {
         row = &r->rows[r->n++];
         snprintf(row->setting, sizeof row->setting, "%s=%lld", settings[i].name,
@@ -305,6 +325,7 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
             continue;
         }
         row->design = fe_kernel_design_key(k);
+        memcpy(r->tunables[r->n - 1], fe_kernel_design(k)->tunables, sizeof r->tunables[0]);
         for (int j = 0; j < r->n - 1; j++)
             if (r->rows[j].design == row->design) {
                 row->verdict = FE_TUNE_SAME_DESIGN;

@@ -222,6 +222,7 @@ static fe_status compile_versions(fe_causal *m) {
     fe_compile_options co = fe_compile_options_default();
     co.packaging = m->o.packaging;
     co.verbose = m->o.verbose;
+    co.profile = m->o.profile;
     int64_t C = m->o.chunk;
     fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(m->chunk, FE_DTYPE_I32, 1, &C)};
     fe_status st = fe_graph_compile(m->g, &prefill, 1, &co);
