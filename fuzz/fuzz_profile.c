@@ -1,7 +1,10 @@
 /* fuzz/fuzz_profile.c: libFuzzer target for profile JSON. A profile that parses must also
- * apply (making a kernel with it never fails on a name the profile holds). */
+ * apply (making a kernel with it never fails on a name the profile holds), and survive
+ * fe_profile_save and fe_profile_load with its entries (what `ferrum tune --write-profile`
+ * does to a file it adds to). */
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "ferrum/ops.h"
 
@@ -24,6 +27,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fe_status st = fe_kernel_create(dev, &req, &k, &err);
     if (st != FE_OK && st != FE_E_INVALID) __builtin_trap(); /* a domain refusal is fine */
     fe_kernel_destroy(k);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/fuzz-profile-%ld.json", (long)getpid());
+    fe_profile *back = NULL;
+    if (fe_profile_save(p, path, &err) == FE_OK) {
+        if (fe_profile_load(path, &back, &err) != FE_OK ||
+            fe_profile_count(back) != fe_profile_count(p))
+            __builtin_trap();
+        unlink(path);
+    }
+    fe_profile_destroy(back);
     fe_profile_destroy(p);
     return 0;
 }

@@ -324,6 +324,18 @@ static void chat_ends_at_exit_or_the_end_of_input(void **s) {
     expect(0, "[3 tokens");
 }
 
+/* chat takes generate's tuning options and says which profile it compiles with */
+static void chat_names_its_tuning_profile_and_refuses_an_unreadable_one(void **s) {
+    (void)s;
+    RUN_IN("", "chat", tiny_chatml, "-t", "1", "--no-tuning");
+    expect(0, "ferrum: tuning: none (--no-tuning)");
+    RUN_IN("", "chat", tiny_chatml, "-t", "1", "--tuning", "/nonexistent/p.json");
+    expect(2, "tuning profile /nonexistent/p.json");
+    expect(2, "--no-tuning");
+    RUN_IN("", "chat", tiny_chatml, "--tuning", "p.json", "--no-tuning");
+    expect(2, "disagree");
+}
+
 static void chat_past_the_cache_says_reset(void **s) {
     (void)s;
     /* the tiny model's byte tokenizer: a byte a token, so 80 letters pass 64 rows */
@@ -405,6 +417,7 @@ int main(void) {
         cmocka_unit_test(chat_answers_greedily_as_generate_chat_does),
         cmocka_unit_test(chat_reset_forgets_the_conversation),
         cmocka_unit_test(chat_ends_at_exit_or_the_end_of_input),
+        cmocka_unit_test(chat_names_its_tuning_profile_and_refuses_an_unreadable_one),
         cmocka_unit_test(chat_past_the_cache_says_reset),
         cmocka_unit_test(chat_refuses_a_model_without_a_known_template),
         cmocka_unit_test(every_command_has_help_and_a_failed_write_is_an_error),
