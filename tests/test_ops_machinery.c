@@ -96,7 +96,7 @@ static void malformed_profiles_are_refused(void **s) {
         {"{\"entries\": [{\"op\": \"AXPY\"}]}", "needs \"tunables\""},
         {"{\"entries\": [{\"op\": \"AXPY\", \"tunables\": {\"tile\": 4}}]}", "no tunable named \"tile\""},
         {"{\"entries\": [{\"op\": \"AXPY\", \"tunables\": {\"WIDTH\": 1.5}}]}", "must be an integer"},
-        {"{\"entries\": [{\"op\": \"AXPY\", \"when\": {\"M\": 1}, \"tunables\": {}}]}", "no param or extent named \"M\""},
+        {"{\"entries\": [{\"op\": \"AXPY\", \"when\": {\"M\": 1}, \"tunables\": {}}]}", "no param, extent or OPERAND.dtype named \"M\""},
         {"{\"entries\": [{\"op\": \"AXPY\", \"when\": {\"N\": \"x\"}, \"tunables\": {}}]}", "must be a number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

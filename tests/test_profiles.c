@@ -1,5 +1,6 @@
 /* tests/test_profiles.c: profiles as data. An entry written from a tune survives save and load
- * and is the one found for its shape, replacing its own shape's entry and keeping the rest;
+ * and is the one found for its shape and dtypes, replacing its own shape's entry and keeping
+ * the rest;
  * the most specific entry wins over a general one; a tune with no reliable best writes
  * nothing and says why; a file that is not a profile is refused, not overwritten; `ferrum
  * tune --write-profile=FILE` writes or says why not. On the causal LM: a profile reaches the
@@ -161,6 +162,55 @@ static void the_most_specific_entry_wins_over_a_general_one(void **s) {
     assert_non_null(strstr(err.message, "no tunable named \"rows_per_itme\""));
     assert_int_equal(fe_profile_count(p), 3);
     fe_profile_destroy(p);
+}
+
+/* A GEMV made at the tune request's shape (settings by name, as `ferrum tune` takes them). */
+static int64_t gemv_tunable(const fe_profile *p, const char *dtype, const char *name) {
+    fe_setting set[] = {{"N", 64}, {"K", 64}, {"B", 1}, {.name = "dtype", .choice = dtype}};
+    fe_tune_request req = {.op = "GEMV", .settings = set, .n_settings = 4};
+    fe_tune_shape sh;
+    fe_kernel *k = NULL;
+    fe_error err;
+    if (fe_tune_shape_init(test_dev, &req, &sh, &err) != FE_OK) fail_msg("%s", err.message);
+    sh.profile = p;
+    if (fe_tune_shape_kernel(test_dev, &sh, NULL, &k, &err) != FE_OK) fail_msg("%s", err.message);
+    int64_t v = fe_kernel_tunable(k, name);
+    fe_kernel_destroy(k);
+    return v;
+}
+
+/* The key names the operands' dtypes: a q8_0 GEMV's entry is not a bf16 one's. */
+static void a_tuned_entry_applies_to_its_dtypes_only(void **s) {
+    (void)s;
+    unlink(path);
+    fe_setting set[] = {{"N", 64}, {"K", 64}, {"B", 1}, {.name = "dtype", .choice = "q8_0"}};
+    fe_tune_request req = {.op = "GEMV", .settings = set, .n_settings = 4};
+    fe_tune_options o = fe_tune_options_default();
+    o.budget_ms = 1;
+    o.attempts = 1;
+    fe_tune_result *r = NULL;
+    fe_error err;
+    if (fe_tune_op(test_dev, &req, &o, &r, &err) != FE_OK) fail_msg("%s", err.message);
+    int i = row_of(r, "prefetch=0");
+    assert_int_equal(fe_tune_result_row(r, i)->verdict, FE_TUNE_CANDIDATE);
+    assert_int_equal(fe_tune_write_profile_row(r, i, path, &err), FE_OK);
+    fe_profile *p = NULL;
+    assert_int_equal(fe_profile_load(path, &p, &err), FE_OK);
+    assert_int_equal(gemv_tunable(p, "q8_0", "prefetch"), 0);
+    assert_int_equal(gemv_tunable(p, "bf16", "prefetch"), gemv_tunable(NULL, "bf16", "prefetch"));
+    assert_int_not_equal(gemv_tunable(NULL, "q8_0", "prefetch"), 0); /* the profile did it */
+    fe_profile_destroy(p);
+    fe_tune_result_destroy(r);
+    /* OPERAND.dtype names an operand and a dtype */
+    static const char *const bad[] = {
+        "{\"entries\": [{\"op\": \"GEMV\", \"when\": {\"w.dtype\": 3}, \"tunables\": {}}]}",
+        "{\"entries\": [{\"op\": \"GEMV\", \"when\": {\"w.dtype\": \"q9\"}, \"tunables\": {}}]}",
+        "{\"entries\": [{\"op\": \"GEMV\", \"when\": {\"q.dtype\": \"f32\"}, \"tunables\": {}}]}",
+    };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        assert_int_equal(fe_profile_parse(bad[b], strlen(bad[b]), &p, &err), FE_E_FORMAT);
+        assert_non_null(strstr(err.message, "dtype"));
+    }
 }
 
 /* max_spread -1 refuses every figure measured (and the cache is not read): no best, whatever
@@ -417,6 +467,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_tuned_entry_survives_save_and_load_and_is_found_for_its_shape),
         cmocka_unit_test(the_most_specific_entry_wins_over_a_general_one),
+        cmocka_unit_test(a_tuned_entry_applies_to_its_dtypes_only),
         cmocka_unit_test(a_tune_without_a_reliable_best_writes_nothing_and_says_why),
         cmocka_unit_test(cli_tune_writes_the_best_or_says_why_not),
         cmocka_unit_test(a_profile_changes_the_design_key_of_a_step_and_not_the_logits),

@@ -100,14 +100,17 @@ FE_API void fe_kernel_cost(const fe_kernel *k, const int64_t *values, int n_valu
 
 /* Profiles: JSON of the form
  *   {"entries": [{"op": "Softmax", "when": {"cols": 4096}, "tunables": {"WIDTH": 1}}]}
- * An entry applies when its op matches and every `when` name (a param or an extent) has
- * that value; the entry with the most `when` names wins, the first among equals. */
+ * An entry applies when its op matches and every `when` name has that value: a param or an
+ * extent (a number), or "OPERAND.dtype" (e.g. "w.dtype": "q8_0", the operand present with
+ * that dtype); the entry with the most `when` names wins, the first among equals. Other keys
+ * of an entry (a "note") are kept and never read. */
 FE_API fe_status fe_profile_parse(const char *text, size_t len, fe_profile **out, fe_error *err);
 FE_API fe_status fe_profile_load(const char *path, fe_profile **out, fe_error *err);
 FE_API void fe_profile_destroy(fe_profile *p);
 /* Entries in the profile (0 for NULL). */
 FE_API int fe_profile_count(const fe_profile *p);
-/* Adds an entry for op at the shape `when` (params and extents by name, numbers), setting
+/* Adds an entry for op at the shape `when` (params and extents by name with a value;
+ * "OPERAND.dtype" with the dtype's name as `choice`), setting
  * `tunables`, replacing the entry of the same op whose `when` names the same values (other
  * entries are kept). `note` (may be NULL) is kept as the entry's "note", for a reader; loads
  * ignore it. The entry is checked as fe_profile_load checks one: FE_E_INVALID names what is

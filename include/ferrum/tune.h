@@ -144,14 +144,14 @@ FE_API const char *fe_tune_result_shape(const fe_tune_result *r);
 FE_API fe_status fe_tune_profile_path(const fe_device *dev, const char *root, char *buf,
                                       size_t n, fe_error *err);
 /* Writes the best row of r into the profile at path as the entry for r's op and shape (every
- * extent and param: the most specific entry for it), setting the design tunables whose best
+ * extent, param and operand dtype: the most specific entry for it), setting the design tunables whose best
  * value differs from the pure default (none when the default is best: the entry then keeps
  * a less specific one from applying), with a "note" of the medians. An entry for the same op
  * and shape is replaced, others kept; the file is written to a temporary and renamed, its
  * directory made. FE_E_STATE when r has no best (no reliable figure, or an unreliable one
  * faster than the best): nothing is written and err says why. A file there that is not a
  * profile is refused (FE_E_FORMAT or FE_E_IO naming it) and left as it was. The key does not
- * name dtypes or per-call values: the entry applies to every dtype at those extents. */
+ * name per-call values (--value, --ladder): the entry applies whatever a call computes. */
 FE_API fe_status fe_tune_write_profile(const fe_tune_result *r, const char *path, fe_error *err);
 /* Messages about the cache (a malformed file refused and replaced), one a line; "" if none. */
 FE_API const char *fe_tune_result_notes(const fe_tune_result *r);

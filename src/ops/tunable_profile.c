@@ -18,6 +18,16 @@ struct fe_profile {
     json_t *entries; /* array, validated */
 };
 
+/* The operand a `when` name "OPERAND.dtype" (e.g. "w.dtype") names; -1 for any other name. */
+static int dtype_operand(const fe_op *op, const char *key) {
+    size_t n = strlen(key);
+    if (n <= 6 || strcmp(key + n - 6, ".dtype") != 0) return -1;
+    for (int i = 0; i < op->n_operands; i++)
+        if (strlen(op->operands[i].name) == n - 6 && strncmp(op->operands[i].name, key, n - 6) == 0)
+            return i;
+    return -1;
+}
+
 static fe_status check_entry(json_t *e, size_t idx, const char *what, fe_error *err) {
     if (!json_is_object(e))
         return fe_error_set(err, FE_E_FORMAT, "%s: entries[%zu] must be an object", what, idx);
@@ -35,9 +45,16 @@ static fe_status check_entry(json_t *e, size_t idx, const char *what, fe_error *
     if (when && !json_is_object(when))
         return fe_error_set(err, FE_E_FORMAT, "%s: entries[%zu].when must be an object", what, idx);
     json_object_foreach(when, key, v) {
+        fe_dtype dt;
+        if (dtype_operand(op, key) >= 0) {
+            if (!json_is_string(v) || fe_dtype_from_name(json_string_value(v), &dt) != FE_OK)
+                return fe_error_set(err, FE_E_FORMAT, "%s: entries[%zu].when.%s must name a "
+                                    "dtype (\"q8_0\", \"bf16\"...)", what, idx, key);
+            continue;
+        }
         if (fe_op_param_index(op, key) < 0 && fe_op_extent_index(op, key) < 0)
-            return fe_error_set(err, FE_E_FORMAT, "%s: entries[%zu].when: %s has no param or "
-                                "extent named \"%s\"", what, idx, op->name, key);
+            return fe_error_set(err, FE_E_FORMAT, "%s: entries[%zu].when: %s has no param, "
+                                "extent or OPERAND.dtype named \"%s\"", what, idx, op->name, key);
         if (!json_is_number(v))
             return fe_error_set(err, FE_E_FORMAT, "%s: entries[%zu].when.%s must be a number",
                                 what, idx, key);
@@ -115,7 +132,9 @@ static bool same_when(json_t *a, json_t *b) {
     json_t *v;
     json_object_foreach(a, key, v) {
         json_t *w = json_object_get(b, key);
-        if (!w || json_number_value(w) != json_number_value(v)) return false;
+        if (!w || json_number_value(w) != json_number_value(v) ||
+            (json_is_string(v) && !json_equal(v, w)))
+            return false;
     }
     return true;
 }
@@ -128,7 +147,8 @@ fe_status fe_profile_put(fe_profile *p, const char *op, const fe_setting *when, 
     if (!e) return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
     bool ok = true;
     for (int i = 0; ok && i < n_when; i++)
-        ok = json_object_set_new(w, when[i].name, number(when[i].value)) == 0;
+        ok = json_object_set_new(w, when[i].name, when[i].choice ? json_string(when[i].choice)
+                                                                 : number(when[i].value)) == 0;
     for (int i = 0; ok && i < n_tunables; i++)
         ok = json_object_set_new(tun, tunables[i].name, json_integer((json_int_t)tunables[i].value)) == 0;
     if (ok && note) ok = json_object_set_new(e, "note", json_string(note)) == 0;
@@ -201,7 +221,12 @@ fe_status fe_profile_apply(const fe_profile *p, fe_op_ctx *c) {
         bool match = true;
         json_object_foreach(json_object_get(e, "when"), key, v) {
             double have;
-            if (!lookup(c, key, &have) || fabs(have - json_number_value(v)) > 1e-12 * fabs(have)) {
+            int o = dtype_operand(c->op, key);
+            fe_dtype dt;
+            if (o >= 0 ? !c->present[o] || fe_dtype_from_name(json_string_value(v), &dt) != FE_OK ||
+                             c->operands[o].dtype != dt
+                       : !lookup(c, key, &have) ||
+                             fabs(have - json_number_value(v)) > 1e-12 * fabs(have)) {
                 match = false;
                 break;
             }

@@ -1,6 +1,6 @@
 /* tune/profile_write.c: a tune's best written as a profile entry (ferrum/tune.h), the data
- * `ferrum generate` reads back. The entry is keyed on every extent and param of the shape
- * tuned (so it is the most specific entry there is for that shape) and sets only the design
+ * `ferrum generate` reads back. The entry is keyed on every extent, param and operand dtype of
+ * the shape tuned (so it is the most specific entry there is for it) and sets only the design
  * tunables whose best value differs from the pure default (resolve's, with no held tunable
  * and no profile); its "note" keeps the medians. The rest of the file is kept as it was; a
  * file that is not a profile is refused, never overwritten. */

@@ -88,11 +88,13 @@ struct fe_tune_result {
     fe_cost_figure dispatch;
     char shape[512];
     char notes[2048];
-    /* for a profile entry: the op, its shape's key (every extent and param, names static),
-     * each row's design tunables and the pure default's (no held tunable, no profile) */
+    /* for a profile entry: the op, its shape's key (every extent, param and present
+     * operand's dtype; names static or in dtype_keys), each row's design tunables and the
+     * pure default's (no held tunable, no profile) */
     const fe_op *op;
-    fe_setting when[FE_MAX_EXTENTS + FE_MAX_PARAMS];
+    fe_setting when[FE_MAX_EXTENTS + FE_MAX_PARAMS + FE_MAX_OPERANDS];
     int n_when;
+    char dtype_keys[FE_MAX_OPERANDS][48]; /* "w.dtype" */
     int64_t tunables[FE_TUNE_MAX_ROWS][FE_MAX_TUNABLES];
     int64_t base[FE_MAX_TUNABLES];
 };

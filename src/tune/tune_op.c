@@ -213,7 +213,8 @@ static void describe_shape(const fe_tune_shape *s, const int64_t *ext, fe_tune_r
     }
 }
 
-/* What a profile entry for this tune needs: the shape's key (every extent and param) and
+/* What a profile entry for this tune needs: the shape's key (every extent, param and operand
+ * dtype) and
  * the pure default's tunables (no held tunable, no profile) that a row's are compared with.
  * When the pure default cannot be made, the default row stands for it. */
 static void record_shape(fe_device *dev, const fe_tune_shape *s, const fe_kernel *def_k,
@@ -226,6 +227,12 @@ static void record_shape(fe_device *dev, const fe_tune_shape *s, const fe_kernel
         r->when[r->n_when++] = (fe_setting){op->extents[e], (double)fe_kernel_extents(def_k)[e]};
     for (int p = 0; p < op->n_params; p++)
         r->when[r->n_when++] = (fe_setting){op->params[p].name, d->params[p]};
+    for (int i = 0; i < op->n_operands; i++)
+        if (s->desc[i].rank > 0) {
+            snprintf(r->dtype_keys[i], sizeof r->dtype_keys[i], "%s.dtype", op->operands[i].name);
+            r->when[r->n_when++] = (fe_setting){.name = r->dtype_keys[i],
+                                                .choice = fe_dtype_info(s->desc[i].dtype)->name};
+        }
     fe_tune_shape bare = *s;
     bare.c.name = bare.case_name;
     bare.c.n_tunables = 0;
