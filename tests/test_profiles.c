@@ -268,6 +268,12 @@ static void cli_tune_writes_the_best_or_says_why_not(void **s) {
     CLI_RUN_INTO(code, o, e, "generate", model_dir, "--tuning", path, "--no-tuning");
     assert_int_equal(code, 2);
     assert_non_null(strstr(e, "disagree"));
+    /* a --tuning file that is not a profile is refused before the model loads */
+    write_text(path, "[]");
+    CLI_RUN_INTO(code, o, e, "generate", model_dir, "--tuning", path, "-p", "x");
+    assert_int_equal(code, 2);
+    assert_non_null(strstr(e, "the tuning profile "));
+    assert_null(strstr(e, "ferrum: mapping"));
 }
 
 /* ---- the causal LM ---- */

@@ -339,10 +339,22 @@ int tuning_options(tuning_args *a, arg_opt *t) {
     return TUNING_MAX_OPTS;
 }
 
+/* Loads path into *p, or refuses naming the file and the fixes. */
+static int load_profile(const char *path, const char *cmd, FILE *errf, fe_profile **p) {
+    fe_error err;
+    if (fe_profile_load(path, p, &err) == FE_OK) return FE_EXIT_OK;
+    return cli_refuse(errf, cmd, "the tuning profile %s; fix or remove the file (`ferrum tune "
+                      "... --write-profile` writes a new one), give another with --tuning "
+                      "FILE, or run without one: --no-tuning", err.message);
+}
+
 int tuning_settle(const tuning_args *a, const char *cmd, FILE *err) {
     if (a->file && a->none)
         return cli_refuse(err, cmd, "--tuning %s and --no-tuning disagree; give one", a->file);
-    return FE_EXIT_OK;
+    fe_profile *p = NULL; /* a --tuning file is checked before the model loads */
+    int code = a->file ? load_profile(a->file, cmd, err, &p) : FE_EXIT_OK;
+    fe_profile_destroy(p);
+    return code;
 }
 
 int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_cli_io *io,
@@ -360,10 +372,8 @@ int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_
                 : "run ferrum tune OP ... --write-profile to make one");
         return FE_EXIT_OK;
     }
-    if (fe_profile_load(path, p, &err) != FE_OK)
-        return cli_refuse(io->err, cmd, "tuning profile %s: %s; fix or remove the file (`ferrum "
-                          "tune ... --write-profile` writes a new one), give another with "
-                          "--tuning FILE, or run without one: --no-tuning", path, err.message);
+    int code = load_profile(path, cmd, io->err, p);
+    if (code != FE_EXIT_OK) return code;
     int n = fe_profile_count(*p);
     fprintf(io->err, "ferrum: tuning: %s (%d entr%s)\n", path, n, n == 1 ? "y" : "ies");
     return FE_EXIT_OK;

@@ -58,7 +58,8 @@ typedef struct tuning_args {
 /* Writes the table entries --tuning and --no-tuning (TUNING_MAX_OPTS) to t, pointing into a.
  * Returns the count. */
 int tuning_options(tuning_args *a, arg_opt *t);
-/* After args_parse: FE_EXIT_USAGE after a line naming cmd when both are given. */
+/* After args_parse, before the model loads: FE_EXIT_USAGE after a line naming cmd when both
+ * are given, or when the --tuning file is not a profile (named, with the fixes). */
 int tuning_settle(const tuning_args *a, const char *cmd, FILE *err);
 /* The profile (*p; NULL: none; the caller fe_profile_destroy()s it after the session), and
  * the line "ferrum: tuning: PATH (N entries)" or "ferrum: tuning: none (...)" on io->err. A
