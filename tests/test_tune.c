@@ -380,6 +380,47 @@ static void the_ladder_prices_a_value_over_its_range(void **s) {
 #define RUN(...) CLI_RUN_INTO(code, out, errs, __VA_ARGS__)
 
 /* Each wrong command line is a usage error (exit 2) whose message says what is wrong. */
+/* rows of a synthetic result: the default, then the others, each a reliable candidate with
+ * its median and a p10..p90 range of +-spread */
+static fe_tune_result *rows_of(const double *median, const double *spread, int n) {
+    fe_tune_result *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    for (int i = 0; i < n; i++)
+        r->rows[i] = (fe_tune_row){.verdict = FE_TUNE_CANDIDATE,
+                                   .cost = {.median_ns = median[i], .p10_ns = median[i] - spread[i],
+                                            .p90_ns = median[i] + spread[i], .samples = 9,
+                                            .reliable = true}};
+    r->n = n;
+    fe_tune_mark_best(r);
+    return r;
+}
+
+static int best_row(const fe_tune_result *r) {
+    int best = -1;
+    for (int i = 0; i < r->n; i++)
+        if (r->rows[i].best) assert_int_equal(best, -1), best = i;
+    return best;
+}
+
+static void a_setting_within_the_noise_does_not_displace_the_default(void **s) {
+    (void)s;
+    /* 0.5 % faster with 3 % ranges: the default stays */
+    fe_tune_result *r = rows_of((double[]){1000, 995, 1100}, (double[]){30, 30, 30}, 3);
+    assert_int_equal(best_row(r), 0);
+    free(r);
+    /* 10 % faster with 3 % ranges: the setting wins */
+    r = rows_of((double[]){1000, 900, 1100}, (double[]){30, 30, 30}, 3);
+    assert_int_equal(best_row(r), 1);
+    free(r);
+    /* an unreliable faster figure: no best at all */
+    r = rows_of((double[]){1000, 900, 800}, (double[]){30, 30, 30}, 3);
+    r->rows[2].cost.reliable = false;
+    for (int i = 0; i < r->n; i++) r->rows[i].best = false;
+    fe_tune_mark_best(r);
+    assert_int_equal(best_row(r), -1);
+    free(r);
+}
+
 static void cli_tune_errors_name_the_rule_and_the_fix(void **s) {
     (void)s;
     static const struct {
@@ -453,6 +494,7 @@ int main(void) {
         cmocka_unit_test(malformed_cache_files_are_refused_by_name_and_replaced),
         cmocka_unit_test(tune_reports_a_malformed_cache_file_and_measures),
         cmocka_unit_test(the_ladder_prices_a_value_over_its_range),
+        cmocka_unit_test(a_setting_within_the_noise_does_not_displace_the_default),
         cmocka_unit_test(cli_tune_errors_name_the_rule_and_the_fix),
         cmocka_unit_test(cli_tune_prints_a_table_with_the_default),
     };

@@ -109,7 +109,8 @@ static void print_table(FILE *f, const fe_tune_result *r) {
                 verdict_text(row), row->cached ? "cached" : "measured", *row->reason ? ": " : "",
                 row->reason);
     }
-    fprintf(f, "\n%s\n", any_best ? "* the fastest reliable candidate"
+    fprintf(f, "\n%s\n", any_best ? "* the best: the fastest reliable candidate, or the default when "
+                                    "none beats it by more than their spreads"
                                   : "no best: the fastest figures are unreliable (another process "
                                     "took the CPU, or the spread was wide); run again on an idle "
                                     "machine (--remeasure)");

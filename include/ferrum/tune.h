@@ -117,7 +117,8 @@ typedef struct fe_tune_row {
     bool cached;        /* every figure came from the cache (only reliable figures are
                          * reused; an unreliable one is measured again) */
     bool best;          /* the fastest reliable candidate, when no unreliable figure is
-                         * faster (else no row is best) */
+                         * faster (else no row is best); the default unless the fastest
+                         * beats it by more than half of both p10..p90 ranges */
     fe_cost_figure cost; /* priced: at the values, or the ladder's mean */
     double flops, bytes; /* the op's cost model at the same values (the ladder's mean) */
 } fe_tune_row;

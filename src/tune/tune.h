@@ -99,6 +99,11 @@ struct fe_tune_result {
     int64_t base[FE_MAX_TUNABLES];
 };
 
+/* Marks r's best row (fe_tune_row.best): the fastest reliable candidate, none when an
+ * unreliable figure is faster, and the default (row 0) unless the fastest beats it by more
+ * than half of both figures' p10..p90 ranges. */
+void fe_tune_mark_best(fe_tune_result *r);
+
 /* The cache's root: `root`, else $FERRUM_CACHE_HOME, else $HOME/.cache/ferrum. FE_E_INVALID
  * when none is set. */
 fe_status fe_tune_cache_root(const char *root, char *buf, size_t n, fe_error *err);

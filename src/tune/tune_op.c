@@ -264,9 +264,18 @@ static int plan_settings(const fe_kernel *def_k, const fe_device_info *dev, fe_s
     return n;
 }
 
+/* Whether figure a is faster than b beyond their noise: by more than half of each one's
+ * p10..p90 range, so a setting that wins by less than the spread it was measured with does
+ * not displace the default. */
+static bool faster_beyond_noise(const fe_cost_figure *a, const fe_cost_figure *b) {
+    double margin = ((a->p90_ns - a->p10_ns) + (b->p90_ns - b->p10_ns)) / 2;
+    return a->median_ns + margin < b->median_ns;
+}
+
 /* The best is the fastest reliable candidate, and only when no unreliable figure is faster:
- * a setting whose figure was refused might be the real best, so none is named then. */
-static void mark_best(fe_tune_result *r) {
+ * a setting whose figure was refused might be the real best, so none is named then. The
+ * default (row 0) stays the best unless the fastest beats it beyond their noise. */
+void fe_tune_mark_best(fe_tune_result *r) {
     int best = -1;
     for (int i = 0; i < r->n; i++) {
         const fe_tune_row *row = &r->rows[i];
@@ -278,6 +287,10 @@ static void mark_best(fe_tune_result *r) {
         if (r->rows[i].verdict == FE_TUNE_CANDIDATE && !r->rows[i].cost.reliable &&
             r->rows[i].cost.median_ns < r->rows[best].cost.median_ns)
             best = -1;
+    const fe_tune_row *def = r->n > 0 ? &r->rows[0] : NULL;
+    if (best > 0 && def->verdict == FE_TUNE_CANDIDATE && def->cost.reliable &&
+        !faster_beyond_noise(&r->rows[best].cost, &def->cost))
+        best = 0;
     if (best >= 0) r->rows[best].best = true;
 }
 
@@ -353,7 +366,7 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
         char why[200];
         r->dispatch = fe_tune_probe(run_empty, dev, fe_device_get_info(dev)->n_workers, &o,
                                     why, sizeof why);
-        mark_best(r);
+        fe_tune_mark_best(r);
     }
 done:
     free_outputs(g.def);
