@@ -45,6 +45,11 @@ int model_options(model_args *a, bool threads, arg_opt *t) {
     return n;
 }
 
+static bool is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int model_args_settle(model_args *a, const char *positional, const char *cmd, FILE *err) {
     if (a->model_opt && positional && strcmp(a->model_opt, positional) != 0)
         return cli_refuse(err, cmd, "a second MODEL: -m %s and %s; give one", a->model_opt, positional);
@@ -54,10 +59,9 @@ int model_args_settle(model_args *a, const char *positional, const char *cmd, FI
     if (!a->model)
         return cli_refuse(err, cmd, "give a MODEL (a .gguf file, a safetensors checkpoint, or a "
                           "preset with --random-weights)");
-    struct stat sb;
-    if (a->tokenizer && (stat(a->tokenizer, &sb) != 0 || access(a->tokenizer, R_OK) != 0))
+    if (a->tokenizer && access(a->tokenizer, R_OK) != 0)
         return cli_refuse(err, cmd, "--tokenizer %s cannot be read: %s", a->tokenizer, strerror(errno));
-    if (a->tokenizer && S_ISDIR(sb.st_mode))
+    if (a->tokenizer && is_dir(a->tokenizer))
         return cli_refuse(err, cmd, "--tokenizer %s is a directory; give its tokenizer.json", a->tokenizer);
     int cpus = fe_device_cpus_allowed();
     if (a->threads > cpus)
@@ -80,10 +84,9 @@ static void show_progress(void *user, double done) {
  * a name without it may be a preset the user meant for --random-weights. */
 static bool checkpoint_form(const char *path) {
     size_t n = strlen(path);
-    struct stat sb;
     for (const char *ext = ".gguf\0.safetensors\0.json\0"; *ext; ext += strlen(ext) + 1)
         if (n >= strlen(ext) && strcmp(path + n - strlen(ext), ext) == 0) return true;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    return is_dir(path);
 }
 
 int model_open(const model_args *a, bool header_only, const char *cmd, const fe_cli_io *io,
@@ -236,8 +239,7 @@ int cli_read_text(const char *path, FILE *in, const char *cmd, const char *opt, 
         *text = calloc(1, 1);
         return *text ? FE_EXIT_OK : cli_refuse(err, cmd, "%s -: out of memory", opt);
     }
-    struct stat sb;
-    if (!std_in && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    if (!std_in && is_dir(path))
         return cli_refuse(err, cmd, "%s %s is a directory; give a text file (or - for stdin)", opt, path);
     FILE *f = std_in ? in : fopen(path, "rb");
     if (!f)
