@@ -11,6 +11,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "lm/model/blocks.h"
 #include "lm/model/rope_table.h"
 
 struct fe_causal {
@@ -41,99 +42,6 @@ int64_t fe_causal_reused(const fe_causal *m) { return m->reused; }
 int64_t fe_causal_max_seq_len(const fe_causal *m) { return m->o.max_seq_len; }
 fe_graph *fe_causal_graph(fe_causal *m) { return m->g; }
 
-static fe_h apply(fe_trace *t, const char *op, fe_h a, fe_h b) {
-    fe_h in[2] = {a, b};
-    return fe_apply(t, op, in, b.id ? 2 : 1, NULL, 0, NULL, 0);
-}
-
-/* RMSNorm with the model's epsilon */
-static fe_h rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps) {
-    fe_h in[2] = {x, w};
-    fe_setting e = {"eps", eps};
-    return fe_apply(t, "RMSNorm", in, 2, &e, 1, NULL, 0);
-}
-
-static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
-    char path[64];
-    snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
-    return fe_weight(t, path);
-}
-
-/* How the body multiplies: decode (GEMVs) or a prefill chunk (GEMMs), whether the chunk's
- * GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether products
- * over block-quantised matrices take int8 activations (GEMV or GEMM act_int8: the decode
- * step's by decode_dot, a chunk's by prefill_dot), and the model's RMSNorm
- * epsilon. Both activation designs are the user's choice (fe_causal_options prefill_dot,
- * decode_dot), not the tuner's: they change the numbers beyond the f32 designs' tolerance. */
-typedef struct { bool decode, act_bf16, act_int8; double eps; } mm_mode;
-
-/* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
- * step's GEMVs compute themselves (their rmsnorm prologue) instead of a step before them */
-typedef struct { fe_h x, norm; } act;
-
-static act plain(fe_h x) { return (act){x, FE_NO_TENSOR}; }
-
-/* Whether matrix w takes int8 activations: block-quantised, with the mode's act_int8 on (a in
- * int8 per 32-block, integer dot products, as llama.cpp's Q8 activations) */
-static bool int8_for(fe_trace *t, mm_mode mm, fe_h w) {
-    fe_dtype wdt = fe_dtype_of(t, w);
-    return mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
-}
-
-/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor; GEMV
- * act_int8 where int8_for */
-static fe_h gemv(fe_trace *t, mm_mode mm, fe_h dst, fe_h w, act a, fe_h up, fe_h res,
-                 const char *epi) {
-    fe_h in[5] = {w, a.x, up, res, a.norm};
-    bool int8 = int8_for(t, mm, w);
-    fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
-                       {"eps", mm.eps}};
-    int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
-    if (int8) s[n++] = s[1];
-    if (a.norm.id) s[n++] = s[2], s[n++] = s[3];
-    if (dst.id) return fe_apply_into(t, dst, "GEMV", in, n_in, s, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
-    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
-}
-
-/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 (or act_int8 where
- * int8_for B) and up to one more setting; into dst when dst is a tensor */
-static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
-    fe_setting s[2] = {{mm.act_bf16 ? "act_bf16" : "act_int8", 1}};
-    int n = mm.act_bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
-    if (extra) s[n++] = *extra;
-    if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
-    return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
-}
-
-/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
-static fe_h project(fe_trace *t, mm_mode mm, fe_h dst, act a, fe_h w) {
-    if (mm.decode) return gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, "none");
-    fe_h in[2] = {a.x, w};
-    return gemm(t, mm, dst, in, 2, NULL);
-}
-
-/* x + o W^T (the residual folded into the product) */
-static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
-    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, w, plain(o), FE_NO_TENSOR, x, "residual");
-    fe_h in[4] = {o, w, FE_NO_TENSOR, x};
-    return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
-}
-
-/* silu(a Wg^T) * (a Wu^T) */
-static fe_h gated(fe_trace *t, mm_mode mm, act a, fe_h wg, fe_h wu) {
-    if (mm.decode) return gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, "swiglu");
-    fe_setting silu = FE_CHOICE("activation", "silu");
-    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
-    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
-    return apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
-}
-
-/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
- * GEMMs, folded into the GEMVs of a decode step */
-static act normed(fe_trace *t, mm_mode mm, fe_h x, fe_h w) {
-    return mm.decode ? (act){x, w} : plain(rmsnorm(t, x, w, mm.eps));
-}
-
 static fe_status causal_body(fe_trace *t, const void *model) {
     const fe_causal *m = model;
     const fe_lm_config *c = &m->w->cfg;
@@ -141,8 +49,8 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
-    mm_mode mm = {decode, !decode && m->prefill_bf16,
-                  decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->prefill_int8, c->rms_eps};
+    fe_block_mode mm = {decode, !decode && m->prefill_bf16,
+                        decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->prefill_int8, c->rms_eps};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
     fe_h ids = host_token ? fe_input(t, "token") : decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
@@ -155,9 +63,10 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
     for (int64_t l = 0; l < c->n_layers; l++) {
         /* attention */
-        act h = normed(t, mm, x, layer_weight(t, l, "attn_norm"));
-        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
-        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
+        fe_block_act h = fe_block_normed(t, mm, x, fe_block_layer_weight(t, l, "attn_norm"));
+        fe_h wq = fe_block_layer_weight(t, l, "wq"), wk = fe_block_layer_weight(t, l, "wk");
+        fe_h q = fe_reshape(t, fe_block_project(t, mm, FE_NO_TENSOR, h, wq), 3, qs);
+        fe_h k = fe_reshape(t, fe_block_project(t, mm, FE_NO_TENSOR, h, wk), 3, ks);
         char path[64];
         snprintf(path, sizeof path, "layers.%lld.k_cache", (long long)l);
         fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
@@ -165,8 +74,8 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
         /* the new rows of K (rotated) and V go straight into the caches at [pos, pos + n) */
         int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
-        project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
-                layer_weight(t, l, "wv"));
+        fe_block_project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
+                         fe_block_layer_weight(t, l, "wv"));
         fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
         q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
         fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
@@ -174,17 +83,19 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_value_set off = {"q_offset", pos};
         fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
         int64_t flat[2] = {C, c->n_heads * hd};
-        x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
+        fe_h wo = fe_block_layer_weight(t, l, "wo");
+        x = fe_block_project_add(t, mm, fe_reshape(t, att, 2, flat), wo, x);
         /* feed-forward */
-        h = normed(t, mm, x, layer_weight(t, l, "ffn_norm"));
-        fe_h a = gated(t, mm, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
-        x = project_add(t, mm, a, layer_weight(t, l, "w_down"), x);
+        h = fe_block_normed(t, mm, x, fe_block_layer_weight(t, l, "ffn_norm"));
+        fe_h a = fe_block_gated(t, mm, h, fe_block_layer_weight(t, l, "w_gate"),
+                                fe_block_layer_weight(t, l, "w_up"));
+        x = fe_block_project_add(t, mm, a, fe_block_layer_weight(t, l, "w_down"), x);
     }
     /* the last row alone goes to the head */
     fe_h last = decode ? x : fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
-    fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
-    fe_h logits = gemv(t, mm, FE_NO_TENSOR, fe_weight(t, "lm_head"), plain(xn), FE_NO_TENSOR,
-                       FE_NO_TENSOR, "none");
+    fe_h xn = fe_block_rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
+    fe_h logits = fe_block_gemv(t, mm, FE_NO_TENSOR, fe_weight(t, "lm_head"), fe_block_plain(xn),
+                                FE_NO_TENSOR, FE_NO_TENSOR, "none");
     fe_setting sp[4] = {{"temperature", m->o.temperature}, {"top_k", (double)m->o.top_k},
                         {"top_p", m->o.top_p}, {"seed", (double)m->o.seed}};
     fe_value_set draw = {"pos", end};

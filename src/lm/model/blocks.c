@@ -1,0 +1,88 @@
+/* lm/model/blocks.c: the layer blocks of a model body (see blocks.h): each traces one or a
+ * few operator steps, choosing GEMV or GEMM and the activation design from the mode. */
+#include "lm/model/blocks.h"
+
+#include <stdio.h>
+
+fe_h fe_block_apply(fe_trace *t, const char *op, fe_h a, fe_h b) {
+    fe_h in[2] = {a, b};
+    return fe_apply(t, op, in, b.id ? 2 : 1, NULL, 0, NULL, 0);
+}
+
+/* RMSNorm with the model's epsilon */
+fe_h fe_block_rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps) {
+    fe_h in[2] = {x, w};
+    fe_setting e = {"eps", eps};
+    return fe_apply(t, "RMSNorm", in, 2, &e, 1, NULL, 0);
+}
+
+fe_h fe_block_layer_weight(fe_trace *t, int64_t l, const char *name) {
+    char path[64];
+    snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
+    return fe_weight(t, path);
+}
+
+fe_block_act fe_block_plain(fe_h x) { return (fe_block_act){x, FE_NO_TENSOR}; }
+
+/* Whether matrix w takes int8 activations: block-quantised, with the mode's act_int8 on (a in
+ * int8 per 32-block, integer dot products, as llama.cpp's Q8 activations) */
+static bool int8_for(fe_trace *t, fe_block_mode mm, fe_h w) {
+    fe_dtype wdt = fe_dtype_of(t, w);
+    return mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+}
+
+/* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor; GEMV
+ * act_int8 where int8_for */
+fe_h fe_block_gemv(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h w, fe_block_act a, fe_h up,
+                   fe_h res, const char *epi) {
+    fe_h in[5] = {w, a.x, up, res, a.norm};
+    bool int8 = int8_for(t, mm, w);
+    fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
+                       {"eps", mm.eps}};
+    int n_in = a.norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
+    if (int8) s[n++] = s[1];
+    if (a.norm.id) s[n++] = s[2], s[n++] = s[3];
+    if (dst.id) return fe_apply_into(t, dst, "GEMV", in, n_in, s, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
+    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
+}
+
+/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 (or act_int8 where
+ * int8_for B) and up to one more setting; into dst when dst is a tensor */
+static fe_h gemm(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
+    fe_setting s[2] = {{mm.act_bf16 ? "act_bf16" : "act_int8", 1}};
+    int n = mm.act_bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
+    if (extra) s[n++] = *extra;
+    if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
+    return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
+}
+
+/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
+fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, fe_h w) {
+    if (mm.decode) return fe_block_gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, "none");
+    fe_h in[2] = {a.x, w};
+    return gemm(t, mm, dst, in, 2, NULL);
+}
+
+/* x + o W^T (the residual folded into the product) */
+fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x) {
+    if (mm.decode)
+        return fe_block_gemv(t, mm, FE_NO_TENSOR, w, fe_block_plain(o), FE_NO_TENSOR, x, "residual");
+    fe_h in[4] = {o, w, FE_NO_TENSOR, x};
+    return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
+}
+
+/* silu(a Wg^T) * (a Wu^T) */
+fe_h fe_block_gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu) {
+    if (mm.decode) return fe_block_gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, "swiglu");
+    fe_setting silu = FE_CHOICE("activation", "silu");
+    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
+    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
+    return fe_block_apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
+}
+
+/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
+ * GEMMs, folded into the GEMVs of a decode step */
+fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w) {
+    return mm.decode ? (fe_block_act){x, w} : fe_block_plain(fe_block_rmsnorm(t, x, w, mm.eps));
+}
+

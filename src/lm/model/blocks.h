@@ -1,0 +1,58 @@
+/* lm/model/blocks.h: the layer blocks a model body is written with (the seed's
+ * iron.lm.blocks), shared by the causal LM and the encoders. Each block traces steps on a
+ * fe_trace: RMSNorm, projections that are GEMVs in a decode step and GEMMs over the rows of a
+ * chunk (with the activation designs the mode asks for), a projection with the residual
+ * folded in, and the gated feed-forward. */
+#ifndef FE_LM_BLOCKS_H
+#define FE_LM_BLOCKS_H
+
+#include <stdbool.h>
+
+#include "ferrum/graph.h"
+
+/* How a body multiplies: decode (GEMVs; one row) or a chunk (GEMMs over its rows), whether
+ * the chunk's GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether
+ * products over block-quantised matrices take int8 activations (GEMV or GEMM act_int8), and
+ * the model's RMSNorm epsilon. Both activation designs are the user's choice, not the
+ * tuner's: they change the numbers beyond the f32 designs' tolerance. */
+typedef struct fe_block_mode {
+    bool decode, act_bf16, act_int8;
+    double eps;
+} fe_block_mode;
+
+/* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
+ * step's GEMVs compute themselves (their rmsnorm prologue) instead of a step before them */
+typedef struct fe_block_act {
+    fe_h x, norm;
+} fe_block_act;
+
+fe_block_act fe_block_plain(fe_h x);
+
+/* op(a) or op(a, b) with no settings (b may be FE_NO_TENSOR) */
+fe_h fe_block_apply(fe_trace *t, const char *op, fe_h a, fe_h b);
+
+/* rmsnorm(x) * w with epsilon eps */
+fe_h fe_block_rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps);
+
+/* the weight "layers.<l>.<name>" */
+fe_h fe_block_layer_weight(fe_trace *t, int64_t l, const char *name);
+
+/* y = epilogue(W a) for the one row of a decode step, with the optional second matrix `up`
+ * (swiglu) or residual `res`; into dst when dst is a tensor */
+fe_h fe_block_gemv(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h w, fe_block_act a, fe_h up,
+                   fe_h res, const char *epilogue);
+
+/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
+fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, fe_h w);
+
+/* x + o W^T (the residual folded into the product) */
+fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x);
+
+/* silu(a Wg^T) * (a Wu^T) */
+fe_h fe_block_gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu);
+
+/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
+ * GEMMs, folded into the GEMVs of a decode step */
+fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w);
+
+#endif
