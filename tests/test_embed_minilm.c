@@ -3,7 +3,8 @@
  * scripts/make-embed-fixture.py): WordPiece ids identical to the Hugging Face tokenizer's for
  * every sentence (accents, CJK, emoji, code, text truncated at 256 tokens), and each embedding
  * (batches of 8 packed sentences, mean pooling, L2) at cosine >= 0.9999 to the reference; the
- * graph matches the plain oracle on the real weights. */
+ * graph matches the plain oracle on the real weights; the public API (fe_lm_encoder_open,
+ * fe_lm_embed) gives the same vectors. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "core/alloc.h"
+#include "ferrum/lm.h"
 #include "lm/eval/bert_oracle.h"
 #include "lm/format/safetensors.h"
 #include "lm/model/encoder.h"
@@ -174,11 +176,58 @@ static void the_graph_matches_the_oracle_on_real_weights(void **state) {
     fe_encoder_destroy(e);
 }
 
+/* the public API (ferrum/lm.h) end to end: the folder opened by fe_lm_encoder_open, every
+ * fixture text through fe_lm_embed in one call (batches inside), the model's pooling and
+ * normalisation */
+static void the_public_api_embeds_the_fixture(void **state) {
+    minilm *m = *state;
+    if (!m) return;
+    fe_lm_encoder *e = NULL;
+    fe_error err = {0};
+    fe_lm_encoder_options o = fe_lm_encoder_options_default();
+    o.device = test_dev;
+    if (fe_lm_encoder_open(lmfix_need_minilm(), &o, &e, &err) != FE_OK) fail_msg("%s", err.message);
+    fe_lm_encoder_info in;
+    assert_int_equal(fe_lm_encoder_get_info(e, &in), FE_OK);
+    assert_int_equal(in.max_tokens, 256);
+    assert_int_equal(in.hidden, 384);
+    assert_int_equal(in.pooling, FE_LM_POOLING_MEAN);
+    assert_true(in.normalize);
+    size_t n = json_array_size(items(m));
+    const char **texts = malloc(n * sizeof *texts);
+    for (size_t i = 0; i < n; i++) texts[i] = json_string_value(json_object_get(json_array_get(items(m), i), "text"));
+    float *v = malloc(n * 384 * sizeof *v);
+    int64_t dim = 0;
+    fe_lm_embed_stats st = {0};
+    if (fe_lm_embed(e, texts, n, NULL, v, &dim, &st) != FE_OK) fail_msg("%s", fe_lm_encoder_message(e));
+    assert_int_equal(dim, 384);
+    assert_int_equal(st.truncated, 3);
+    for (size_t i = 0; i < n; i++)
+        assert_true(cosine(v + i * 384, json_object_get(json_array_get(items(m), i), "embedding"), 384) >= 0.9999);
+    int32_t *ids;
+    size_t n_ids;
+    assert_int_equal(fe_lm_encoder_tokenize(e, texts[0], NULL, &ids, &n_ids), FE_OK);
+    assert_int_equal(n_ids, json_array_size(json_object_get(json_array_get(items(m), 0), "ids")));
+    fe_lm_free(ids);
+    fe_lm_embed_options bad = fe_lm_embed_options_default();
+    bad.dim = 385;
+    assert_int_equal(fe_lm_embed(e, texts, 1, &bad, v, NULL, NULL), FE_E_INVALID);
+    assert_non_null(strstr(fe_lm_encoder_message(e), "1..384"));
+    bad = fe_lm_embed_options_default();
+    bad.prompt_name = "query";
+    assert_int_equal(fe_lm_embed(e, texts, 1, &bad, v, NULL, NULL), FE_E_INVALID);
+    assert_non_null(strstr(fe_lm_encoder_message(e), "no prompt named"));
+    free(v);
+    free(texts);
+    fe_lm_encoder_close(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wordpiece_ids_are_the_hugging_face_ids),
         cmocka_unit_test(embeddings_match_sentence_transformers),
         cmocka_unit_test(the_graph_matches_the_oracle_on_real_weights),
+        cmocka_unit_test(the_public_api_embeds_the_fixture),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
