@@ -128,7 +128,7 @@ static void bad_calls_are_refused_by_name(void **state) {
     o.max_tokens = 41;
     assert_int_equal(fe_encoder_create(test_dev, &w, &o, &e, &err), FE_E_INVALID);
     assert_non_null(strstr(err.message, "max_position_embeddings"));
-    o.max_tokens = 8, o.slots = 32;
+    o.max_tokens = 8, o.slots = 33;
     assert_int_equal(fe_encoder_create(test_dev, &w, &o, &e, &err), FE_E_INVALID);
     e = make(&w, 8, 2);
     int32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, bad[2] = {1, 97};

@@ -56,7 +56,7 @@ static int embed_options(embed_args *a, arg_opt *t) {
         {"format", 0, ARG_CHOICE, "FMT", "json, or npy (binary float32 rows)", "json",
          .choices = formats, .s = &a->format},
         {"batch", 'b', ARG_INT, "N", "texts per graph call (the graph is compiled for N texts "
-         "of the maximum length)", "8", .lo = 1, .hi = 31, .i = &a->batch},
+         "of the maximum length)", "8", .lo = 1, .hi = 32, .i = &a->batch},
         {"max-tokens", 0, ARG_INT, "N", "cut texts at N tokens ([CLS] and [SEP] included)",
          "the model's max_seq_length", .lo = 2, .hi = 1 << 20, .i = &a->max_tokens},
         {"threads", 't', ARG_INT, "N", "worker threads", "the CPUs this process may use",

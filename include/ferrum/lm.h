@@ -350,7 +350,7 @@ typedef enum fe_lm_pooling {
 } fe_lm_pooling;
 
 typedef struct fe_lm_encoder_options {
-    int batch;          /* sentences per graph call, 1..31; 0: 8 */
+    int batch;          /* sentences per graph call, 1..32; 0: 8 */
     int64_t max_tokens; /* tokens a text keeps ([CLS] and [SEP] included), the rest cut; 0:
                            the folder's max_seq_length, else the tokenizer's truncation, else
                            the model's positions (at most 512) */

@@ -167,7 +167,7 @@ fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int
     static const char *const names[FE_ENCODER_MAX_SLOTS] = {
         "o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9", "o10", "o11", "o12", "o13", "o14",
         "o15", "o16", "o17", "o18", "o19", "o20", "o21", "o22", "o23", "o24", "o25", "o26", "o27",
-        "o28", "o29", "o30"};
+        "o28", "o29", "o30", "o31"};
     int64_t row = 0;
     for (int s = 0; s < e->o.slots; s++) {
         if (s > 0) words[s - 1] = (fe_word){names[s], row}; /* empty slots start at the end */

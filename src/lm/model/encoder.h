@@ -18,8 +18,9 @@
 #include "ferrum/graph.h"
 #include "lm/model/bert.h"
 
-/* Per-call words the graph has: n and one offset per slot after the first. */
-enum { FE_ENCODER_MAX_SLOTS = 31 };
+/* Per-call words the graph has: n and one offset per slot after the first, 32 in all (the
+ * graph's limit on per-call values). */
+enum { FE_ENCODER_MAX_SLOTS = 32 };
 
 typedef struct fe_encoder_options {
     int64_t max_tokens; /* tokens a sentence may have ([CLS] and [SEP] included); 0: 256, at
