@@ -100,11 +100,12 @@ fe_h fe_block_linear(fe_trace *t, fe_block_mode mm, fe_h a, fe_h w, fe_h bias, f
     return gemm(t, mm, FE_NO_TENSOR, in, res.id ? 4 : bias.id ? 3 : 2, NULL);
 }
 
+/* the GELU in the first GEMM's epilogue (after its bias), the residual in the second's */
 fe_h fe_block_ffn_gelu(fe_trace *t, fe_block_mode mm, fe_h a, fe_h wi, fe_h bi, fe_h wf, fe_h bf,
                        fe_h res) {
-    fe_setting erf_form = FE_CHOICE("form", "erf");
-    fe_h h = fe_block_linear(t, mm, a, wi, bi, FE_NO_TENSOR);
-    h = fe_apply(t, "GELU", &h, 1, &erf_form, 1, NULL, 0);
+    fe_setting gelu = FE_CHOICE("activation", "gelu_erf");
+    fe_h in[3] = {a, wi, bi};
+    fe_h h = gemm(t, mm, FE_NO_TENSOR, in, bi.id ? 3 : 2, &gelu);
     return fe_block_linear(t, mm, h, wf, bf, res);
 }
 
