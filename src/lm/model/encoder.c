@@ -34,6 +34,12 @@ int64_t fe_encoder_max_tokens(const fe_encoder *e) { return e->o.max_tokens; }
 int fe_encoder_slots(const fe_encoder *e) { return e->o.slots; }
 fe_graph *fe_encoder_graph(fe_encoder *e) { return e->g; }
 
+/* the per-call word of where sentence s starts (s >= 1) */
+static const char *const start_word[FE_ENCODER_MAX_SLOTS] = {
+    "o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9", "o10", "o11", "o12", "o13", "o14",
+    "o15", "o16", "o17", "o18", "o19", "o20", "o21", "o22", "o23", "o24", "o25", "o26", "o27",
+    "o28", "o29", "o30", "o31"};
+
 static fe_status encoder_body(fe_trace *t, const void *model) {
     const fe_encoder *e = model;
     const fe_bert_config *c = &e->w->cfg;
@@ -42,11 +48,7 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
     fe_val n = fe_scratchpad(t, "n");
     fe_val start[FE_ENCODER_MAX_SLOTS + 1];
     start[0] = fe_const(0);
-    for (int64_t s = 1; s < S; s++) {
-        char name[8];
-        snprintf(name, sizeof name, "o%lld", (long long)s);
-        start[s] = fe_scratchpad(t, name);
-    }
+    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, start_word[s]);
     start[S] = n;
 
     fe_h ids = fe_bound(t, fe_input(t, "ids"), 0, n), pos = fe_bound(t, fe_input(t, "positions"), 0, n);
@@ -164,13 +166,9 @@ fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int
         return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: a call of %d sentences; this encoder "
                             "takes 1..%d (its batch)", n_seqs, e->o.slots);
     fe_word words[FE_ENCODER_MAX_SLOTS + 1];
-    static const char *const names[FE_ENCODER_MAX_SLOTS] = {
-        "o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9", "o10", "o11", "o12", "o13", "o14",
-        "o15", "o16", "o17", "o18", "o19", "o20", "o21", "o22", "o23", "o24", "o25", "o26", "o27",
-        "o28", "o29", "o30", "o31"};
     int64_t row = 0;
     for (int s = 0; s < e->o.slots; s++) {
-        if (s > 0) words[s - 1] = (fe_word){names[s], row}; /* empty slots start at the end */
+        if (s > 0) words[s - 1] = (fe_word){start_word[s], row}; /* empty slots start at the end */
         if (s >= n_seqs) continue;
         if (lens[s] < 1 || lens[s] > e->o.max_tokens)
             return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d has %lld tokens; give "

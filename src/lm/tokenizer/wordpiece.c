@@ -111,11 +111,11 @@ fe_status fe_wordpiece_create(const fe_wordpiece_spec *sp, fe_wordpiece **out, f
             return fe_error_set(err, FE_E_FORMAT, "WordPiece: token %d is %s; every token must be "
                                 "non-empty UTF-8 text", id, n ? "not valid UTF-8" : "empty");
         }
-        if (fe_wordpiece_find(w, s, n) >= 0) {
+        int32_t first = fe_wordpiece_find(w, s, n);
+        if (first >= 0) {
             fe_wordpiece_destroy(w);
             return fe_error_set(err, FE_E_FORMAT, "WordPiece: token %d \"%.40s\" is given twice "
-                                "(also id %d); give each token once", id, s,
-                                fe_wordpiece_find(w, s, n));
+                                "(also id %d); give each token once", id, s, first);
         }
         if (!(w->text[id] = fe_strdup(s))) return nomem(w, err);
         w->len[id] = (uint32_t)n;
