@@ -2,6 +2,7 @@
  * (scripts/fetch-model): --text and --file (a file, and - for the input stream) give one unit
  * vector per text, in order, equal to sentence-transformers' (the fixture); --dim cuts and
  * renormalises; --format npy writes a valid .npy; a small --batch streams the same vectors;
+ * --prompt-name puts the model's prompt first (and its default prompt applies unasked);
  * --help names every option; bad input is refused with the rule and the fix (no texts, both
  * sources, a --dim past the model, a prompt the model lacks, text that is not UTF-8, a folder
  * that is not an encoder). */
@@ -50,6 +51,8 @@ static double dot(json_t *a, json_t *b) {
         s += json_number_value(json_array_get(a, i)) * json_number_value(json_array_get(b, i));
     return s;
 }
+
+static double cosine(json_t *a, json_t *b) { return dot(a, b) / sqrt(dot(a, a) * dot(b, b)); }
 
 /* the fixture's sentence-transformers embedding of item i */
 static json_t *reference(size_t i, json_t **keep) {
@@ -123,6 +126,47 @@ static void a_file_streams_in_batches_and_npy_is_valid(void **state) {
     json_decref(big);
 }
 
+/* a copy of the model folder (weights linked) whose config_sentence_transformers.json names
+ * prompts: --prompt-name query embeds "query: " + text, the default prompt applies unasked */
+static void a_prompt_name_puts_the_prompt_first(void **state) {
+    (void)state;
+    const char *m = lmfix_need_minilm();
+    if (!m) return;
+    char dir[64], from[1200], to[1200];
+    assert_true(lmfix_tmpdir(dir, sizeof dir));
+    const char *files[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(from, sizeof from, "%s/%s", m, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    const char *cfg = "{\"prompts\": {\"query\": \"query: \", \"document\": \"passage: \"}, "
+                      "\"default_prompt_name\": \"document\"}";
+    assert_true(lmfix_write(dir, "config_sentence_transformers.json", cfg, strlen(cfg)));
+    RUN("embed", dir, "--text", "how do magnets work", "--prompt-name", "query", "-q");
+    json_t *a = embeddings(1, 384);
+    RUN("embed", dir, "--text", "query: how do magnets work", "--prompt-name", "", "-q");
+    json_t *b = embeddings(1, 384);
+    RUN("embed", dir, "--text", "how do magnets work", "-q");
+    json_t *c = embeddings(1, 384);
+    RUN("embed", dir, "--text", "passage: how do magnets work", "--prompt-name", "", "-q");
+    json_t *d = embeddings(1, 384);
+    /* no modules.json here: no Normalize module, so the vectors are not unit */
+    assert_true(cosine(json_array_get(a, 0), json_array_get(b, 0)) > 0.999999);
+    assert_true(cosine(json_array_get(c, 0), json_array_get(d, 0)) > 0.999999);
+    assert_true(cosine(json_array_get(a, 0), json_array_get(c, 0)) < 0.99);
+    assert_true(fabs(dot(json_array_get(a, 0), json_array_get(a, 0)) - 1) > 0.1);
+    RUN("embed", dir, "--text", "x", "--prompt-name", "passage");
+    assert_int_equal(res.code, 2);
+    assert_non_null(strstr(res.err, "its prompts are"));
+    for (int i = 0; i < 3; i++) {
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        unlink(to);
+    }
+    lmfix_rmtree(dir);
+    json_decref(a), json_decref(b), json_decref(c), json_decref(d);
+}
+
 static void help_names_every_option(void **state) {
     (void)state;
     RUN("embed", "--help");
@@ -169,6 +213,7 @@ int main(void) {
         cmocka_unit_test(texts_give_the_sentence_transformers_vectors),
         cmocka_unit_test(dim_cuts_then_normalises),
         cmocka_unit_test(a_file_streams_in_batches_and_npy_is_valid),
+        cmocka_unit_test(a_prompt_name_puts_the_prompt_first),
         cmocka_unit_test(help_names_every_option),
         cmocka_unit_test(bad_input_is_refused_with_the_fix),
     };

@@ -197,6 +197,28 @@ static void tokenizer_json_loads_and_malformed_ones_are_named(void **state) {
     assert_non_null(strstr(err.message, "cut.json"));
 }
 
+static void failed_allocations_are_nomem(void **state) {
+    (void)state;
+    for (long k = 1;; k++) {
+        fe_wordpiece *w = NULL;
+        fe_error err = {0};
+        int32_t *ids = NULL;
+        size_t n;
+        fe_alloc_fail_at(k);
+        fe_status st = from_json(NORM, PRE, POST, MODEL, &w, &err);
+        if (st == FE_OK) st = fe_wordpiece_encode(w, "CAFÉS 中 cafe", strlen("CAFÉS 中 cafe"), 0, &ids, &n, &err);
+        fe_alloc_fail_at(0);
+        fe_wordpiece_destroy(w);
+        if (st == FE_OK) {
+            assert_int_equal(n, 6); /* [CLS] cafe ##s [UNK] cafe [SEP] */
+            fe_free(ids);
+            break;
+        }
+        if (st != FE_E_NOMEM) fail_msg("allocation %ld: %s (status %d)", k, err.message, st);
+        assert_true(k < 1000);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_normaliser_strips_accents_lowercases_and_spaces_cjk),
@@ -207,6 +229,7 @@ int main(void) {
         cmocka_unit_test(invalid_utf8_is_refused_naming_the_byte),
         cmocka_unit_test(a_bad_vocabulary_is_refused),
         cmocka_unit_test(tokenizer_json_loads_and_malformed_ones_are_named),
+        cmocka_unit_test(failed_allocations_are_nomem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,8 +49,8 @@ static int embed_options(embed_args *a, arg_opt *t) {
         {"dim", 0, ARG_INT, "N", "keep the first N values of each vector (Matryoshka), "
          "normalised after the cut; 0: all", "0", .lo = 0, .hi = 1 << 20, .i = &a->dim},
         {"prompt-name", 0, ARG_STRING, "NAME", "put the model's prompt NAME (query, document, "
-         "... as its config_sentence_transformers.json names them) before each text", "the "
-         "model's default prompt, if any", .s = &a->prompt_name},
+         "... as its config_sentence_transformers.json names them) before each text; \"\": none",
+         "the model's default prompt, if any", .empty_ok = true, .s = &a->prompt_name},
         {"no-normalize", 0, ARG_FLAG, NULL, "leave the vectors unnormalised even when the model "
          "L2-normalises them", NULL, .flag = &a->no_normalize},
         {"format", 0, ARG_CHOICE, "FMT", "json, or npy (binary float32 rows)", "json",
