@@ -4,7 +4,7 @@
  * every sentence (accents, CJK, emoji, code, text truncated at 256 tokens), and each embedding
  * (batches of 8 packed sentences, mean pooling, L2) at cosine >= 0.9999 to the reference; the
  * graph matches the plain oracle on the real weights; the public API (fe_lm_encoder_open,
- * fe_lm_embed) gives the same vectors. */
+ * fe_lm_embed) gives the same vectors; bf16 dot products stay within 1e-3 in cosine. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,12 +222,40 @@ static void the_public_api_embeds_the_fixture(void **state) {
     fe_lm_encoder_close(e);
 }
 
+/* bf16 dot products (matrices and activations rounded to bf16, sums in f32): every vector
+ * still within 1e-3 of sentence-transformers' in cosine, and not bit-equal to the f32 path
+ * (the option changes the design) */
+static void bf16_dot_products_stay_close(void **state) {
+    minilm *m = *state;
+    if (!m) return;
+    fe_lm_encoder *e = NULL;
+    fe_error err = {0};
+    fe_lm_encoder_options o = fe_lm_encoder_options_default();
+    o.device = test_dev, o.dot_bf16 = true, o.batch = 16;
+    if (fe_lm_encoder_open(lmfix_need_minilm(), &o, &e, &err) != FE_OK) fail_msg("%s", err.message);
+    size_t n = json_array_size(items(m));
+    const char **texts = malloc(n * sizeof *texts);
+    for (size_t i = 0; i < n; i++) texts[i] = json_string_value(json_object_get(json_array_get(items(m), i), "text"));
+    float *v = malloc(n * 384 * sizeof *v);
+    if (fe_lm_embed(e, texts, n, NULL, v, NULL, NULL) != FE_OK) fail_msg("%s", fe_lm_encoder_message(e));
+    double worst = 1;
+    for (size_t i = 0; i < n; i++)
+        worst = fmin(worst, cosine(v + i * 384, json_object_get(json_array_get(items(m), i), "embedding"), 384));
+    print_message("bf16 dot products: worst cosine to sentence-transformers %.6f\n", worst);
+    assert_true(worst >= 0.999);
+    assert_true(worst < 0.9999999);
+    free(v);
+    free(texts);
+    fe_lm_encoder_close(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wordpiece_ids_are_the_hugging_face_ids),
         cmocka_unit_test(embeddings_match_sentence_transformers),
         cmocka_unit_test(the_graph_matches_the_oracle_on_real_weights),
         cmocka_unit_test(the_public_api_embeds_the_fixture),
+        cmocka_unit_test(bf16_dot_products_stay_close),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -27,7 +27,7 @@ static const char synopsis[] =
 enum { EMBED_MAX_TEXTS = 4096 };
 
 typedef struct embed_args {
-    const char *model, *file, *pooling, *prompt_name, *format;
+    const char *model, *file, *pooling, *prompt_name, *format, *dot;
     const char *texts[EMBED_MAX_TEXTS];
     int n_texts;
     int64_t dim, batch, max_tokens, threads;
@@ -36,6 +36,7 @@ typedef struct embed_args {
 
 static const char *const poolings[] = {"model", "mean", "cls", "last", NULL};
 static const char *const formats[] = {"json", "npy", NULL};
+static const char *const dots[] = {"f32", "bf16", NULL};
 
 static int embed_options(embed_args *a, arg_opt *t) {
     const arg_opt opts[] = {
@@ -57,6 +58,9 @@ static int embed_options(embed_args *a, arg_opt *t) {
          .choices = formats, .s = &a->format},
         {"batch", 'b', ARG_INT, "N", "texts per graph call (the graph is compiled for N texts "
          "of the maximum length)", "8", .lo = 1, .hi = 32, .i = &a->batch},
+        {"dot", 0, ARG_CHOICE, "DTYPE", "the products' precision: f32, or bf16 (matrices and "
+         "activations rounded to bf16, sums in f32: about twice as fast where the CPU has "
+         "AVX512_BF16, vectors within ~1e-4 in cosine)", "f32", .choices = dots, .s = &a->dot},
         {"max-tokens", 0, ARG_INT, "N", "cut texts at N tokens ([CLS] and [SEP] included)",
          "the model's max_seq_length", .lo = 2, .hi = 1 << 20, .i = &a->max_tokens},
         {"threads", 't', ARG_INT, "N", "worker threads", "the CPUs this process may use",
@@ -283,7 +287,7 @@ static int run(fe_lm_encoder *e, const embed_args *a, const fe_cli_io *io, doubl
 }
 
 int fe_cmd_embed(int argc, char **argv, const fe_cli_io *io) {
-    embed_args a = {.pooling = "model", .format = "json", .batch = 8};
+    embed_args a = {.pooling = "model", .format = "json", .dot = "f32", .batch = 8};
     arg_opt t[16];
     arg_spec sp = {.cmd = "embed", .synopsis = synopsis, .opts = t, .n_opts = embed_options(&a, t),
                    .max_positional = 1, .positional_what = "MODEL"};
@@ -300,6 +304,7 @@ int fe_cmd_embed(int argc, char **argv, const fe_cli_io *io) {
     eo.batch = (int)a.batch;
     eo.max_tokens = a.max_tokens;
     eo.threads = (int)a.threads;
+    eo.dot_bf16 = strcmp(a.dot, "bf16") == 0;
     fe_lm_encoder *e = NULL;
     fe_error err = {0};
     double t0 = now();

@@ -100,6 +100,7 @@ static fe_status open_parts(fe_lm_encoder *e, const fe_lm_encoder_options *o, fe
     fe_encoder_options eo = fe_encoder_options_default();
     eo.max_tokens = max;
     eo.slots = o->batch;
+    eo.dot_bf16 = o->dot_bf16;
     e->vec = fe_malloc((size_t)c.hidden * sizeof *e->vec);
     if (!e->vec) return fe_error_set(err, FE_E_NOMEM, "out of memory");
     return fe_encoder_create(e->dev, &e->w, &eo, &e->enc, err);

@@ -20,6 +20,8 @@ struct fe_encoder {
     int64_t rows;       /* slots * max_tokens: the packed rows the graph is compiled for */
     fe_graph *g;
     float *pos_type;    /* (max_tokens, hidden): position embedding + token type 0 */
+    uint16_t *bf16;     /* dot_bf16: the layer matrices in bf16, layer after layer */
+    fe_tensor *mats;    /* dot_bf16: (n_layers * 6) views of them, in matrix_names' order */
     int32_t *ids;       /* (rows) the packed ids of a call */
     int32_t *positions; /* (rows) each row's position in its sentence */
     fe_error err;
@@ -44,7 +46,7 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
     const fe_encoder *e = model;
     const fe_bert_config *c = &e->w->cfg;
     const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots;
-    const fe_block_mode mm = {.eps = c->ln_eps};
+    const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps};
     fe_val n = fe_scratchpad(t, "n");
     fe_val start[FE_ENCODER_MAX_SLOTS + 1];
     start[0] = fe_const(0);
@@ -80,6 +82,30 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
     return fe_trace_status(t);
 }
 
+/* the matrices the GEMMs read, in fe_bert_layer's order (the others are vectors) */
+static const int matrix_fields[6] = {0, 2, 4, 6, 10, 12}; /* wq wk wv wo wi wf */
+
+/* dot_bf16: every layer matrix rounded to bf16 once (round to nearest even) */
+static fe_status round_matrices(fe_encoder *e, fe_error *err) {
+    const fe_bert_weights *w = e->w;
+    size_t total = 0;
+    for (int i = 0; i < 6; i++) total += (size_t)fe_tensor_numel(&w->layers[0].wq + matrix_fields[i]);
+    total *= (size_t)w->cfg.n_layers;
+    e->bf16 = fe_aligned_alloc(64, total * sizeof *e->bf16);
+    e->mats = fe_calloc((size_t)w->cfg.n_layers * 6, sizeof *e->mats);
+    if (!e->bf16 || !e->mats) return fe_error_set(err, FE_E_NOMEM, "encoder: out of memory for bf16 matrices");
+    uint16_t *p = e->bf16;
+    for (int64_t l = 0; l < w->cfg.n_layers; l++)
+        for (int i = 0; i < 6; i++) {
+            const fe_tensor *t = &w->layers[l].wq + matrix_fields[i];
+            int64_t n = fe_tensor_numel(t);
+            for (int64_t k = 0; k < n; k++) p[k] = fe_f32_to_bf16(((const float *)t->data)[k]);
+            e->mats[l * 6 + i] = fe_tensor_contiguous(p, FE_DTYPE_BF16, 2, t->shape);
+            p += n;
+        }
+    return FE_OK;
+}
+
 static fe_status set_weights(fe_encoder *e) {
     const fe_bert_weights *w = e->w;
     int64_t ps[2] = {e->o.max_tokens, w->cfg.hidden};
@@ -96,7 +122,10 @@ static fe_status set_weights(fe_encoder *e) {
         for (int i = 0; st == FE_OK && i < 16; i++) {
             char path[64];
             snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, names[i]);
-            st = fe_graph_set_weight(e->g, path, (&w->layers[l].wq)[i]);
+            fe_tensor t = (&w->layers[l].wq)[i];
+            for (int m = 0; e->mats && m < 6; m++)
+                if (matrix_fields[m] == i) t = e->mats[l * 6 + m];
+            st = fe_graph_set_weight(e->g, path, t);
         }
     return st == FE_OK ? FE_OK : fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
 }
@@ -130,6 +159,7 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
         for (int64_t i = 0; i < H; i++)
             e->pos_type[p * H + i] = ((const float *)w->position.data)[p * H + i] +
                                      ((const float *)w->type.data)[i];
+    if (st == FE_OK && opt.dot_bf16) st = round_matrices(e, err);
     if (st == FE_OK) st = fe_graph_create(dev, "encoder", encoder_body, e, &e->g, err);
     if (st == FE_OK) st = set_weights(e);
     if (st == FE_OK) {
@@ -154,6 +184,8 @@ void fe_encoder_destroy(fe_encoder *e) {
     if (!e) return;
     fe_graph_destroy(e->g);
     fe_free(e->pos_type);
+    fe_free(e->bf16);
+    fe_free(e->mats);
     fe_free(e->ids);
     fe_free(e->positions);
     fe_free(e);

@@ -26,6 +26,10 @@ typedef struct fe_encoder_options {
     int64_t max_tokens; /* tokens a sentence may have ([CLS] and [SEP] included); 0: 256, at
                            most the model's max_position_embeddings */
     int slots;          /* sentences per call, 1..FE_ENCODER_MAX_SLOTS; 0: 8 */
+    bool dot_bf16;      /* the layer matrices rounded to bf16 once, each GEMM's activations
+                           to bf16 (GEMM act_bf16: bf16 products summed in f32, twice the
+                           multiply-adds a cycle where the CPU has AVX512_BF16); off: f32,
+                           exact to the oracle's rounding */
     fe_packaging packaging;
     bool verbose;
 } fe_encoder_options;
