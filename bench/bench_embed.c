@@ -1,6 +1,7 @@
 /* bench/bench_embed.c: all-MiniLM-L6-v2 sentences/s, ferrum against sentence-transformers
  * (PyTorch CPU) on the same texts with the same threads, in one paired run: for batch 1 and
- * batch 32, texts of 128 tokens, rounds alternate ferrum (in process) and the peer
+ * batch 32, texts of 128 tokens, rounds alternate ferrum (in process; f32 dot products, then
+ * bf16 ones) and the peer
  * (bench/peer_st.py, a fresh Python per round that times only its encode calls); the medians,
  * their spread and the ratio of medians are printed beside the machine line and the load.
  * Usage: bench_embed [MODEL_DIR] (default: the folder scripts/fetch-model makes). The peer's
@@ -83,17 +84,20 @@ int main(int argc, char **argv) {
     printf("model %s, texts of %d tokens, %d threads for both; peer %s\n", model, TOKENS, threads,
            peer ? python : "(none: set FERRUM_ST_PYTHON to a Python with sentence-transformers)");
     printf("rough numbers: this machine is shared, so rounds alternate and the medians are compared\n");
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it comes, also into a file */
     int status = 0;
     const int batches[2] = {1, 32};
     for (int bi = 0; bi < 2; bi++) {
         int batch = batches[bi];
-        fe_lm_encoder_options o = fe_lm_encoder_options_default();
-        o.batch = batch, o.max_tokens = TOKENS, o.device = dev;
-        fe_lm_encoder *e = NULL;
-        fe_error err = {0};
-        if (fe_lm_encoder_open(model, &o, &e, &err) != FE_OK) {
-            fprintf(stderr, "bench_embed: %s (scripts/fetch-model fetches the model)\n", err.message);
-            return 1;
+        fe_lm_encoder *e[2] = {NULL, NULL}; /* f32, bf16 dot products */
+        for (int d = 0; d < 2; d++) {
+            fe_lm_encoder_options o = fe_lm_encoder_options_default();
+            o.batch = batch, o.max_tokens = TOKENS, o.device = dev, o.dot_bf16 = d == 1;
+            fe_error err = {0};
+            if (fe_lm_encoder_open(model, &o, &e[d], &err) != FE_OK) {
+                fprintf(stderr, "bench_embed: %s (scripts/fetch-model fetches the model)\n", err.message);
+                return 1;
+            }
         }
         char **texts = malloc((size_t)batch * sizeof *texts);
         for (int i = 0; i < batch; i++) {
@@ -103,36 +107,42 @@ int main(int argc, char **argv) {
                 k += (size_t)snprintf(texts[i] + k, 2048 - k, "The quick brown fox %d jumps over the lazy dog. ", i);
             int32_t *ids;
             size_t n;
-            if (fe_lm_encoder_tokenize(e, texts[i], NULL, &ids, &n) != FE_OK || n != TOKENS) {
+            if (fe_lm_encoder_tokenize(e[0], texts[i], NULL, &ids, &n) != FE_OK || n != TOKENS) {
                 fprintf(stderr, "bench_embed: text %d is %zu tokens, not %d\n", i, n, TOKENS);
                 return 1;
             }
             fe_lm_free(ids);
         }
         float *out = malloc((size_t)batch * 384 * sizeof *out);
-        ferrum_round(e, (const char *const *)texts, batch, out); /* warm up */
-        double f[ROUNDS], p[ROUNDS], ratio[ROUNDS];
+        for (int d = 0; d < 2; d++) ferrum_round(e[d], (const char *const *)texts, batch, out); /* warm up */
+        double f[2][ROUNDS], p[ROUNDS], ratio[2][ROUNDS];
         int n_peer = 0;
         for (int r = 0; r < ROUNDS; r++) {
-            f[r] = ferrum_round(e, (const char *const *)texts, batch, out);
+            for (int d = 0; d < 2; d++) f[d][r] = ferrum_round(e[d], (const char *const *)texts, batch, out);
             double q = peer ? peer_round(python, model, batch, threads) : -1;
-            if (q > 0) p[n_peer] = q, ratio[n_peer] = q / f[r], n_peer++;
+            if (q > 0) p[n_peer] = q, ratio[0][n_peer] = q / f[0][r], ratio[1][n_peer] = q / f[1][r], n_peer++;
         }
-        double fm = median(f, ROUNDS);
-        printf("batch %2d x %d tokens: ferrum %8.1f sentences/s (median of %d rounds, %.1f..%.1f)",
-               batch, TOKENS, batch / fm, ROUNDS, batch / f[ROUNDS - 1], batch / f[0]);
-        if (n_peer) {
-            double pm = median(p, n_peer), rm = median(ratio, n_peer);
-            printf("; sentence-transformers %8.1f sentences/s (%.1f..%.1f); ferrum/peer %.2fx (paired "
-                   "rounds' median; %s at 1.5x)\n", batch / pm, batch / p[n_peer - 1], batch / p[0], rm,
-                   rm >= 1.5 ? "PASS" : "BELOW");
-        } else {
+        double pm = n_peer ? median(p, n_peer) : 0;
+        if (n_peer)
+            printf("batch %2d x %d tokens: sentence-transformers %7.1f sentences/s (median of %d "
+                   "rounds, %.1f..%.1f)\n", batch, TOKENS, batch / pm, n_peer, batch / p[n_peer - 1],
+                   batch / p[0]);
+        for (int d = 0; d < 2; d++) {
+            double fm = median(f[d], ROUNDS);
+            printf("batch %2d x %d tokens: ferrum %-4s %7.1f sentences/s (median of %d rounds, %.1f..%.1f)",
+                   batch, TOKENS, d ? "bf16" : "f32", batch / fm, ROUNDS, batch / f[d][ROUNDS - 1],
+                   batch / f[d][0]);
+            if (n_peer) {
+                double rm = median(ratio[d], n_peer);
+                printf("; ferrum/peer %.2fx (paired rounds' median; %s at 1.5x)", rm, rm >= 1.5 ? "PASS" : "BELOW");
+            }
             printf("\n");
         }
         for (int i = 0; i < batch; i++) free(texts[i]);
         free(texts);
         free(out);
-        fe_lm_encoder_close(e);
+        fe_lm_encoder_close(e[0]);
+        fe_lm_encoder_close(e[1]);
     }
     bench_print_load("end");
     fe_device_destroy(dev);
