@@ -69,7 +69,7 @@ const lmfix_tensor lmfix_tiny_tensors[] = {
     {"blk.0.attn_k.weight", 30, 2, {32, 2}, 128},       /* BF16 */
     {"blk.0.ffn_down.weight", 3, 2, {64, 2}, 4 * 20},   /* Q4_1 */
     {"blk.0.ffn_up.weight", 2, 2, {32, 3}, 3 * 18},     /* Q4_0 */
-    {"blk.0.ffn_gate.weight", 14, 2, {256, 1}, 210},    /* Q6_K: not readable */
+    {"blk.0.ffn_gate.weight", 13, 2, {256, 1}, 176},    /* Q5_K: not readable */
     {"blk.0.attn_v.weight", 0, 3, {4, 2, 2}, 64},       /* F32, ferrum (2, 2, 4) */
 };
 const size_t lmfix_tiny_n_tensors = sizeof lmfix_tiny_tensors / sizeof lmfix_tiny_tensors[0];

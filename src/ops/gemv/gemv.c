@@ -1,5 +1,5 @@
 /* ops/gemv/gemv.c: the GEMV declaration: y = W·x with W (N, K) or (G, N, K) in f32, bf16,
- * f16, q8_0, q4_0 or q4_1, x (B, K) f32, y (B, N) f32; optional rmsnorm prologue, silu /
+ * f16, q8_0, q4_0, q4_1, q5_0, q4_k or q6_k, x (B, K) f32, y (B, N) f32; optional rmsnorm prologue, silu /
  * swiglu / residual epilogue, grouped matrices (repeat) and int8 activations (act_int8, the
  * block dtypes). Params, tunables, operands, infer (every inconsistent combination refused),
  * resolve, cost, workspace, test cases. Kernels: scalar.c, avx2.c, avx512.c; reference:
@@ -25,9 +25,11 @@ static const fe_param_decl params[] = {
                      "with W (G, N, K): B = G * repeat and x row b uses W[b / repeat] (one "
                      "matrix serving consecutive batches, e.g. grouped-query attention)"},
     [GEMV_INT8] = {"act_int8", FE_PARAM_BOOL, 0, 1, 0, NULL,
-                   "block dtypes (q8_0, q4_0, q4_1): x quantised per 32-block to int8 (dx = "
-                   "amax / 127, round half even) and dotted in exact integers per block, "
-                   "scaled by d dx (q4_1: plus m dx times the block's int8 sum)"},
+                   "block dtypes (q8_0, q4_0, q4_1, q5_0; q4_k, q6_k): x quantised per 32-block "
+                   "(per 256-block for q4_k/q6_k, llama.cpp's q8_K) to int8 (dx = amax / 127, "
+                   "round half even) and dotted in exact integers per block (per sub-block, "
+                   "times its scale), scaled by d dx (q4_1: plus m dx times the block's int8 "
+                   "sum; q4_k: minus dmin dx times each sub-block's min and int8 sum)"},
 };
 
 static const fe_tunable_decl tunables[] = {
@@ -51,9 +53,12 @@ static const fe_tunable_decl tunables[] = {
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
     (FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) |                   \
-     FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
+     FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1) |                 \
+     FE_DT(FE_DTYPE_Q5_0) | FE_DT(FE_DTYPE_Q4_K) | FE_DT(FE_DTYPE_Q6_K))
 
-#define GEMV_INT8_DTYPES (FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
+#define GEMV_INT8_DTYPES                                                                   \
+    (FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1) |                 \
+     FE_DT(FE_DTYPE_Q5_0) | FE_DT(FE_DTYPE_Q4_K) | FE_DT(FE_DTYPE_Q6_K))
 
 static const fe_operand_decl operands[] = {
     [GEMV_W] = {"w", FE_IN, GEMV_WEIGHT_DTYPES, 2, 3},
@@ -84,10 +89,11 @@ static fe_status infer(fe_op_ctx *c) {
     bool grouped = w->rank == 3;
     int64_t G = grouped ? w->shape[0] : 1, N = w->shape[w->rank - 2], K = w->shape[w->rank - 1];
     int64_t B = x->shape[0];
-    if (fe_dtype_info(w->dtype)->block > 1 && K % 32 != 0)
-        return fe_op_refuse(c, FE_E_SHAPE, "w is %s with K = %lld columns; block dtypes need K "
-                            "a multiple of 32: quantise rows padded to a multiple of 32", dt,
-                            (long long)K);
+    const int blk = fe_dtype_info(w->dtype)->block;
+    if (blk > 1 && K % blk != 0)
+        return fe_op_refuse(c, FE_E_SHAPE, "w is %s with K = %lld columns; %s needs K a "
+                            "multiple of its block of %d: quantise rows padded to a multiple of "
+                            "%d", dt, (long long)K, dt, blk, blk);
     if (x->shape[1] != K)
         return fe_op_refuse(c, FE_E_SHAPE, "x must be (B, K) with K = %lld, w's last axis; it "
                             "is (%lld, %lld): give x one row of K values per batch",
@@ -140,9 +146,9 @@ static fe_status infer(fe_op_ctx *c) {
                                 (long long)c->operands[GEMV_NW].shape[0]);
     }
     if (c->params[GEMV_INT8] != 0 && !(FE_DT(w->dtype) & GEMV_INT8_DTYPES))
-        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs block weights (q8_0, q4_0 or "
-                            "q4_1: integer dot products per 32-block); w is %s: set act_int8 "
-                            "= 0", dt);
+        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs block weights (q8_0, q4_0, "
+                            "q4_1, q5_0, q4_k or q6_k: integer dot products per block); w is "
+                            "%s: set act_int8 = 0", dt);
     c->ext[GEMV_B] = B;
     c->ext[GEMV_N] = N;
     c->ext[GEMV_K] = K;
@@ -260,6 +266,22 @@ static const fe_case cases[] = {
     {.name = "f16/k47", .dims = {1, 19, 47}, .n_dims = 3},
     {.name = "q8_0/small", .dims = {1, 64, 256}, .n_dims = 3},
     {.name = "q4_0/small", .dims = {1, 50, 224}, .n_dims = 3},
+    {.name = "q5_0/small", .dims = {2, 45, 160}, .n_dims = 3},
+    {.name = "q4_k/small", .dims = {3, 37, 512}, .n_dims = 3},
+    {.name = "q6_k/small", .dims = {2, 33, 768}, .n_dims = 3},
+    {.name = "q4_k/swiglu", .dims = {2, 21, 256}, .n_dims = 3, .lo = -1, .hi = 1,
+     P1("epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q6_k/residual_rmsnorm", .dims = {1, 40, 512}, .n_dims = 3,
+     P2("epilogue", GEMV_EPI_RESIDUAL, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q5_0/int8", .dims = {3, 33, 640}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_k/int8", .dims = {2, 45, 1024}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q6_k/int8", .dims = {3, 37, 2048}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_k/int8_swiglu", .dims = {1, 21, 512}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q6_k/int8_rmsnorm", .dims = {2, 19, 256}, .n_dims = 3,
+     P2("act_int8", 1, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q6_k/int8_grouped", .dims = {4, 17, 256}, .n_dims = 3,
+     P2("act_int8", 1, "repeat", 2)},
     {.name = "q4_1/small", .dims = {3, 45, 160}, .n_dims = 3},
     {.name = "f32/silu", .dims = {1, 30, 64}, .n_dims = 3, P1("epilogue", GEMV_EPI_SILU)},
     {.name = "bf16/swiglu", .dims = {1, 48, 128}, .n_dims = 3, .lo = -1, .hi = 1,
@@ -325,6 +347,10 @@ static const fe_case cases[] = {
     {.name = "q8_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q4_1/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q4_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q4_k/2048x8192", BIG(2048, 8192)},
+    {.name = "q6_k/2048x8192", BIG(2048, 8192)},
+    {.name = "q4_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q6_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
 };
 
 FE_KERNELS(gemv, 4, 16, 32);
@@ -339,7 +365,7 @@ static void shape_out(fe_op_ctx *c) {
 
 FE_OP_DEFINE(gemv) {
     .name = "GEMV",
-    .summary = "y = W·x, W (N, K) or (G, N, K) in f32/bf16/f16/q8_0/q4_0/q4_1, x (B, K) f32; "
+    .summary = "y = W·x, W (N, K) or (G, N, K) in f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k, x (B, K) f32; "
                "rmsnorm prologue, silu/swiglu/residual epilogue",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
