@@ -22,7 +22,11 @@
  * at once (each call allocates its own scratch, freed before it returns, proportional to the
  * text). fe_tokenizer_set_bos_eos is the one mutation: call it before sharing.
  *
- * Known limits: byte-level BPE only (no WordPiece, SentencePiece, Unigram yet); tokenizer.json
+ * SentencePiece BPE (GGUF tokenizer.ggml.model "llama": Gemma) takes step 2 and 3 from spm.h
+ * instead: spaces escaped to "▁", pieces merged by score, bytes falling back to <0xXX>
+ * tokens; its pieces decode with "▁" as a space and <0xXX> as the byte.
+ *
+ * Known limits: byte-level and SentencePiece BPE only (no WordPiece, Unigram yet); tokenizer.json
  * normalizers other than null, ByteLevel add_prefix_space, and Split behaviours other than
  * Isolated are refused (FE_E_UNSUPPORTED); model.unk_token is not used (a byte with no token
  * is dropped, as when it is null); an added token's lstrip/rstrip strip ASCII whitespace only
@@ -142,6 +146,8 @@ fe_status fe_tokenizer_set_bos_eos(fe_tokenizer *t, int32_t bos, int32_t eos);
 int32_t fe_tokenizer_find(const fe_tokenizer *t, const char *text, size_t len);
 /* A token's type; 0 when id is out of range. */
 fe_token_type fe_tokenizer_token_type(const fe_tokenizer *t, int32_t id);
+/* Whether t is a SentencePiece BPE tokenizer (spm.h: GGUF model "llama", Gemma). */
+bool fe_tokenizer_is_sentencepiece(const fe_tokenizer *t);
 /* A token's raw bytes (not NUL-terminated; may be a partial UTF-8 character) and their
  * count in *len; NULL (and *len 0) when id is out of range. Lives as long as t. */
 const char *fe_tokenizer_piece(const fe_tokenizer *t, int32_t id, size_t *len);

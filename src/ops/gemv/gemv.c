@@ -9,12 +9,13 @@
 
 #include "ops/gemv/gemv.h"
 
-static const char *const epilogues[] = {"none", "silu", "swiglu", "residual", NULL};
+static const char *const epilogues[] = {"none", "silu", "swiglu", "residual", "geglu", NULL};
 static const char *const prologues[] = {"none", "rmsnorm", NULL};
 
 static const fe_param_decl params[] = {
     [GEMV_EPI] = {"epilogue", FE_PARAM_CHOICE, GEMV_EPI_NONE, 1, 0, epilogues,
                   "none: y = W·x; silu: y = silu(W·x); swiglu: y = silu(W·x) * (Up·x), needs "
+                  "up (geglu: gelu_tanh(W·x) * (Up·x), Gemma's, likewise); "
                   "up; residual: y = W·x + residual, needs residual"},
     [GEMV_PRO] = {"prologue", FE_PARAM_CHOICE, GEMV_PRO_NONE, 1, 0, prologues,
                   "rmsnorm: x is first normalised, x / sqrt(mean(x^2) + eps) * norm_weight "
@@ -112,13 +113,13 @@ static fe_status infer(fe_op_ctx *c) {
                             "%lld): give a (B, N) f32 output", (long long)B, (long long)N,
                             (long long)y->shape[0], (long long)y->shape[1]);
     bool has_up = c->present[GEMV_UP], has_res = c->present[GEMV_RES];
-    if (has_up && epi != GEMV_EPI_SWIGLU)
+    if (has_up && !fe_gemv_epi_gated(epi))
         return fe_op_refuse(c, FE_E_INVALID, "up is given but epilogue is %s: up is read only "
-                            "by epilogue swiglu; set epilogue = swiglu or leave up absent",
+                            "by epilogues swiglu and geglu; set one or leave up absent",
                             epilogues[epi]);
-    if (!has_up && epi == GEMV_EPI_SWIGLU)
-        return fe_op_refuse(c, FE_E_INVALID, "epilogue swiglu needs up (the paired up matrix, "
-                            "shaped and typed like w): give it");
+    if (!has_up && fe_gemv_epi_gated(epi))
+        return fe_op_refuse(c, FE_E_INVALID, "epilogue %s needs up (the paired up matrix, "
+                            "shaped and typed like w): give it", epilogues[epi]);
     if (has_up) {
         fe_status st = fe_op_same_shape(c, GEMV_W, GEMV_UP);
         if (st == FE_OK) st = fe_op_same_dtype(c, GEMV_W, GEMV_UP);
@@ -171,7 +172,7 @@ static fe_status infer(fe_op_ctx *c) {
  * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site. */
 static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
-        bool swiglu = c->params[GEMV_EPI] == GEMV_EPI_SWIGLU;
+        bool swiglu = fe_gemv_epi_gated((int)c->params[GEMV_EPI]);
         bool blocks = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1;
         bool int8 = c->params[GEMV_INT8] != 0;
         c->tunables[GEMV_RPS] = blocks ? (int8 && swiglu ? 2 : 4) : swiglu ? 1 : 2;
@@ -198,7 +199,7 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
                       : (bb > 0 ? 1.0 : 0.0);
     double nmat = d->present[GEMV_UP] ? 2.0 : 1.0;
     double wbytes = mats * rows * (double)fe_dtype_bytes(d->dtypes[GEMV_W], a->ext[GEMV_K]);
-    static const double epi_flops[] = {0, 4, 5, 1};
+    static const double epi_flops[] = {0, 4, 5, 1, 20};
     out->flops = 2.0 * rows * K * bb * nmat + epi_flops[epi] * rows * bb +
                  (d->params[GEMV_PRO] != 0 ? 3.0 * K * bb : 0.0);
     out->bytes = nmat * wbytes + bb * K * 4.0 + bb * rows * 4.0 +
@@ -245,7 +246,7 @@ static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
     out[GEMV_W] = grouped ? fe_tensor_contiguous(NULL, dt, 3, w3)
                           : fe_tensor_contiguous(NULL, dt, 2, w3 + 1);
     out[GEMV_X] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, x2);
-    if (epi == GEMV_EPI_SWIGLU) out[GEMV_UP] = out[GEMV_W];
+    if (fe_gemv_epi_gated(epi)) out[GEMV_UP] = out[GEMV_W];
     if (epi == GEMV_EPI_RESIDUAL) out[GEMV_RES] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, y2);
     if (pro == GEMV_PRO_RMSNORM && !(c->absent & (1u << GEMV_NW)))
         out[GEMV_NW] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 1, &K);
@@ -271,6 +272,12 @@ static const fe_case cases[] = {
     {.name = "q6_k/small", .dims = {2, 33, 768}, .n_dims = 3},
     {.name = "q4_k/swiglu", .dims = {2, 21, 256}, .n_dims = 3, .lo = -1, .hi = 1,
      P1("epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "f32/geglu", .dims = {2, 37, 64}, .n_dims = 3, .lo = -2, .hi = 2,
+     P1("epilogue", GEMV_EPI_GEGLU)},
+    {.name = "q5_0/geglu_rmsnorm", .dims = {1, 40, 640}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("epilogue", GEMV_EPI_GEGLU, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q5_0/int8_geglu", .dims = {1, 33, 640}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_GEGLU)},
     {.name = "q6_k/residual_rmsnorm", .dims = {1, 40, 512}, .n_dims = 3,
      P2("epilogue", GEMV_EPI_RESIDUAL, "prologue", GEMV_PRO_RMSNORM)},
     {.name = "q5_0/int8", .dims = {3, 33, 640}, .n_dims = 3, P1("act_int8", 1)},
@@ -366,7 +373,7 @@ static void shape_out(fe_op_ctx *c) {
 FE_OP_DEFINE(gemv) {
     .name = "GEMV",
     .summary = "y = W·x, W (N, K) or (G, N, K) in f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k, x (B, K) f32; "
-               "rmsnorm prologue, silu/swiglu/residual epilogue",
+               "rmsnorm prologue, silu/swiglu/geglu/residual epilogue",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),

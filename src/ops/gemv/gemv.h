@@ -4,7 +4,8 @@
  * GEMV is y = W·x with W as a checkpoint stores it: (N, K) row-major, or (G, N, K) with
  * batch b using W[b / repeat]; dtypes f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k
  * (the last three through the kquant family's row kernels, ops/kquant); x (B, K) f32;
- * y (B, N) f32. An rmsnorm prologue normalises x first; an epilogue applies silu, swiglu
+ * y (B, N) f32. An rmsnorm prologue normalises x first; an epilogue applies silu, swiglu or
+ * geglu (GELU tanh form; Gemma)
  * (with the paired Up matrix) or adds a residual. With act_int8 (block dtypes: q8_0, q4_0,
  * q4_1) x is quantised per 32-block to int8 (x ~ dx * xq) and each block's dot is exact
  * integer sums, then scaled: d dx sum(wq xq) for q8_0; d dx sum((q - 8) xq) for q4_0;
@@ -28,7 +29,9 @@
 
 enum { GEMV_W, GEMV_X, GEMV_UP, GEMV_RES, GEMV_NW, GEMV_Y };           /* operands */
 enum { GEMV_EPI, GEMV_PRO, GEMV_EPS, GEMV_REPEAT, GEMV_INT8 };          /* params */
-enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL };
+enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL, GEMV_EPI_GEGLU };
+/* the epilogues that read up (the paired matrix) */
+static inline bool fe_gemv_epi_gated(int epi) { return epi == GEMV_EPI_SWIGLU || epi == GEMV_EPI_GEGLU; }
 enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
 enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF };                      /* tunables */
 enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
@@ -106,6 +109,8 @@ static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
     switch (epi) {
     case GEMV_EPI_SILU: return a / (1.0f + expf(-a));
     case GEMV_EPI_SWIGLU: return a / (1.0f + expf(-a)) * u;
+    case GEMV_EPI_GEGLU: /* GELU, tanh form, of a, times u */
+        return 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a))) * u;
     case GEMV_EPI_RESIDUAL: return a + r;
     default: return a;
     }

@@ -207,6 +207,9 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
             switch (s.epi) {
             case GEMV_EPI_SILU: y = acc / (1.0 + exp(-acc)); break;
             case GEMV_EPI_SWIGLU: y = acc / (1.0 + exp(-acc)) * up; break;
+            case GEMV_EPI_GEGLU:
+                y = 0.5 * acc * (1.0 + tanh(sqrt(2.0 / M_PI) * (acc + 0.044715 * acc * acc * acc))) * up;
+                break;
             case GEMV_EPI_RESIDUAL: y = acc + R[b * N + r]; break;
             default: break;
             }
