@@ -281,16 +281,30 @@ void lmfix_rmtree(const char *dir) {
     rmdir(dir);
 }
 
-const char *lmfix_smollm2_path(void) {
-    static char path[1024];
+static const char *model_path(char *path, size_t n, const char *name) {
     const char *cache = getenv("FERRUM_CACHE_HOME");
     const char *home = getenv("HOME");
-    if (cache && *cache)
-        snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-    else
-        snprintf(path, sizeof path, "%s/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                 home ? home : "");
+    if (cache && *cache) snprintf(path, n, "%s/models/%s", cache, name);
+    else snprintf(path, n, "%s/.cache/ferrum/models/%s", home ? home : "", name);
     return path;
+}
+
+const char *lmfix_smollm2_path(void) {
+    static char path[1024];
+    return model_path(path, sizeof path, "SmolLM2-135M-Instruct.Q4_1.gguf");
+}
+
+const char *lmfix_gemma3_path(void) {
+    static char path[1024];
+    return model_path(path, sizeof path, "gemma-3-270m-q4_k_m.gguf");
+}
+
+const char *lmfix_need_gemma3(void) {
+    const char *path = lmfix_gemma3_path();
+    if (access(path, R_OK) == 0) return path;
+    if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
+    print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
+    return NULL;
 }
 
 bool lmfix_in_ci(void) {

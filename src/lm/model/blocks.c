@@ -29,7 +29,8 @@ fe_block_act fe_block_plain(fe_h x) { return (fe_block_act){x, FE_NO_TENSOR}; }
  * activations) */
 static bool int8_for(fe_trace *t, fe_block_mode mm, fe_h w) {
     fe_dtype wdt = fe_dtype_of(t, w);
-    return mm.act_int8 && fe_dtype_info(wdt)->block > 1; /* q8_0 .. q6_k: GEMV/GEMM act_int8 */
+    const fe_dtype_traits *tr = fe_dtype_info(wdt); /* NULL for no tensor (a failed trace) */
+    return mm.act_int8 && tr && tr->block > 1;       /* q8_0 .. q6_k: GEMV/GEMM act_int8 */
 }
 
 /* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor; GEMV

@@ -127,9 +127,9 @@ static size_t utf8_len(unsigned char c) {
 fe_status fe_spm_encode(const fe_tokenizer *t, fe_spm_scratch *s, const char *text, size_t n,
                         bool space_prefix, fe_spm_emit_fn emit, void *ctx, fe_error *err) {
     static const char sp[3] = {'\xe2', '\x96', '\x81'}; /* U+2581, SentencePiece's space */
-    size_t spaces = space_prefix;
+    size_t spaces = 0;
     for (size_t i = 0; i < n; i++) spaces += text[i] == ' ';
-    size_t len = n + 2 * spaces;
+    size_t len = n + 2 * spaces + (space_prefix ? 3 : 0); /* a space is 1 byte, "▁" 3 */
     if (len == 0) return FE_OK;
     s->heap_n = 0;
     if (!grow((void **)&s->text, &s->text_cap, len, 1) ||

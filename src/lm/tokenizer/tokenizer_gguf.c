@@ -8,7 +8,6 @@
  * tokens special, USER_DEFINED ones always matched, as llama.cpp's special-token partition
  * treats them), add_space_prefix (default true, llama.cpp's), bos/eos and add_bos_token.
  * The strings are borrowed from the mapping only during the call. */
-#include <math.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -30,7 +29,7 @@ static fe_status opt_id(const fe_gguf *g, const char *key, int32_t n, int32_t *o
     return FE_OK;
 }
 
-/* SentencePiece BPE: pieces, scores and types; no merges (spm.h) */
+/* SentencePiece BPE: pieces, scores and types into fe_tokenizer_create_spm (no merges) */
 static fe_status build_spm(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
     const char *path = fe_gguf_path(g);
     const fe_gguf_kv *tokens = fe_gguf_find(g, "tokenizer.ggml.tokens");
@@ -50,53 +49,38 @@ static fe_status build_spm(const fe_gguf *g, fe_tokenizer **out, fe_error *err) 
     if (types && fe_gguf_array_len(types) != n)
         return fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.token_type has %zu entries for "
                             "%zu tokens", path, fe_gguf_array_len(types), n);
-    fe_tokenizer *t;
-    fe_status st = fe_tok_new((int32_t)n, path, &t, err);
-    if (st != FE_OK) return st;
-    t->spm = true;
-    t->add_space_prefix = true;
-    t->scores = fe_malloc(n * sizeof *t->scores);
-    if (!t->scores) st = fe_error_set(err, FE_E_NOMEM, "%s: out of memory for scores", path);
+    fe_spm_spec spec = fe_spm_spec_default();
+    const char **strs = fe_malloc(n * sizeof *strs);
+    size_t *lens = fe_malloc(n * sizeof *lens);
+    float *sc = fe_malloc(n * sizeof *sc);
+    int32_t *ty = fe_malloc(n * sizeof *ty);
+    fe_status st = strs && lens && sc && ty ? FE_OK
+                   : fe_error_set(err, FE_E_NOMEM, "%s: out of memory for %zu tokens", path, n);
     for (size_t i = 0; i < n && st == FE_OK; i++) {
-        int32_t ty = FE_TOKEN_NORMAL;
-        if (types && fe_gguf_array_i32(types, i, &ty) != FE_OK) {
-            st = fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.token_type[%zu] is not an "
-                              "integer", path, i);
-            break;
-        }
-        if (ty < FE_TOKEN_NORMAL || ty > FE_TOKEN_BYTE) ty = FE_TOKEN_NORMAL;
-        if (fe_gguf_array_f32(scores, i, &t->scores[i]) != FE_OK || !isfinite(t->scores[i])) {
-            st = fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.scores[%zu] is not a finite "
-                              "number", path, i);
-            break;
-        }
-        size_t len;
-        const char *s = fe_gguf_array_str(tokens, i, &len);
-        st = fe_tok_set(t, (int32_t)i, s, len, (fe_token_type)ty, false, false, path, err);
-        bool added = ty == FE_TOKEN_CONTROL || ty == FE_TOKEN_USER_DEFINED || ty == FE_TOKEN_UNKNOWN;
-        if (st == FE_OK && added)
-            st = fe_tok_mark_added(t, (int32_t)i, ty != FE_TOKEN_USER_DEFINED, false, false, err);
+        strs[i] = fe_gguf_array_str(tokens, i, &lens[i]);
+        ty[i] = FE_TOKEN_NORMAL;
+        if (fe_gguf_array_f32(scores, i, &sc[i]) != FE_OK ||
+            (types && fe_gguf_array_i32(types, i, &ty[i]) != FE_OK))
+            st = fe_error_set(err, FE_E_FORMAT, "%s: token %zu's score or type is not a number",
+                              path, i);
     }
-    if (st == FE_OK) st = fe_tok_index(t, path, err);
-    if (st == FE_OK) st = fe_spm_finish(t, path, err);
-    bool add_bos = true; /* llama.cpp's default for SentencePiece vocabularies */
     const fe_gguf_kv *kv;
     if (st == FE_OK && (kv = fe_gguf_find(g, "tokenizer.ggml.add_space_prefix")))
-        st = fe_gguf_get_bool(kv, &t->add_space_prefix, err);
+        st = fe_gguf_get_bool(kv, &spec.add_space_prefix, err);
     if (st == FE_OK && (kv = fe_gguf_find(g, "tokenizer.ggml.add_bos_token")))
-        st = fe_gguf_get_bool(kv, &add_bos, err);
-    if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, &t->bos, err);
-    if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos, err);
+        st = fe_gguf_get_bool(kv, &spec.add_bos, err);
+    if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.bos_token_id", (int32_t)n, &spec.bos_id, err);
+    if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.eos_token_id", (int32_t)n, &spec.eos_id, err);
     if (st == FE_OK) {
-        t->add_bos = add_bos;
-        st = fe_tok_finish(t, path, err);
+        spec.tokens = strs, spec.token_lens = lens, spec.scores = sc, spec.token_types = ty;
+        spec.n_tokens = (int)n;
+        st = fe_tokenizer_create_spm(&spec, out, err);
     }
-    if (st != FE_OK) {
-        fe_tokenizer_destroy(t);
-        return st;
-    }
-    *out = t;
-    return FE_OK;
+    fe_free(strs);
+    fe_free(lens);
+    fe_free(sc);
+    fe_free(ty);
+    return st;
 }
 
 static fe_status build(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
