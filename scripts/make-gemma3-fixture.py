@@ -11,9 +11,13 @@ ferrum. The fixture holds:
               newlines, tabs, accents, CJK, emoji, characters outside the vocabulary (byte
               fallback), invalid UTF-8 bytes, Gemma's turn markers;
   run f32     the model with its weights dequantized to F32 by gguf-py into a temporary GGUF,
-              F32 KV cache: llama.cpp in float32 but for what it computes in f16 on purpose
-              (ggml's CPU GELU reads a table indexed by x rounded to f16, GGML_GELU_FP16);
-              for the Gemma chat prompt below, 64 tokens greedy, one decode call a token, not
+              F32 KV cache: llama.cpp in float32, but for one thing it computes in f16 on
+              purpose: ggml's CPU GELU (and GeGLU) reads a table indexed by x rounded to f16
+              and holding f16 results (#define GGML_GELU_FP16 in ggml-cpu/vec.h), which moves
+              Gemma's log-probabilities by up to ~5e-3. For the tight reference build
+              llama.cpp's ggml-cpu with that line removed (ops.cpp is the one file that uses
+              it) and say so with --reference-note; the note goes into the fixture's header.
+              For the Gemma chat prompt below, 64 tokens greedy, one decode call a token, not
               stopping at <end_of_turn>; then prompt + continuation run again as one batch
               from an empty cache with logits_all, and for every position the top-32 ids and
               log-probabilities (log-softmax in float64 over the whole vocabulary).
@@ -91,6 +95,8 @@ def main():
     ap.add_argument("--gguf", default=DEFAULT_GGUF)
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reference-note", default="llama.cpp as built (GGML_GELU_FP16 on)",
+                    help="how the llama.cpp libraries were built, for the header")
     a = ap.parse_args()
 
     llm = Llama(model_path=a.gguf, n_ctx=64, vocab_only=True, verbose=False)
@@ -111,6 +117,7 @@ def main():
     header = header.replace("the ChatML prompt", "the Gemma chat prompt")
     header += ("#   tok <C-escaped text> <n> <id>...  llama.cpp's ids for a text (BOS added, "
                "special tokens parsed)\n")
+    header += f"# reference: {a.reference_note}\n"
     with open(a.out, "w") as f:
         f.write(header)
         f.write(f"model {os.path.basename(a.gguf)} {base.sha256(a.gguf)}\n")
