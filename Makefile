@@ -24,7 +24,7 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS_COMMON = -std=c11 $(OPT) -g -Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers -fvisibility=hidden -fPIC \
                 -D_GNU_SOURCE -Iinclude -Isrc -Itests -MMD -MP $(SAN)
-LDLIBS  = -ljansson -lxxhash -lpcre2-8 -lpthread -lm
+LDLIBS  = -ljansson -lxxhash -lpcre2-8 -lutf8proc -lpthread -lm
 ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISA_AVX2   = -mavx2 -mfma -mf16c
 

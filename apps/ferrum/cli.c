@@ -16,6 +16,7 @@ static const command commands[] = {
     {"chat", "talk with a model, turn by turn, in its chat template", fe_cmd_chat},
     {"info", "what a model is: format, dtypes, shapes, tokenizer, chat template", fe_cmd_info},
     {"tokenize", "text to token ids and pieces, or ids back to text (--detokenize)", fe_cmd_tokenize},
+    {"embed", "embedding vectors of texts from a BERT-family encoder (all-MiniLM-L6-v2)", fe_cmd_embed},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
     {"tune", "measure an operator's settings on this machine (cost cache, candidate gate)", fe_cmd_tune},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},

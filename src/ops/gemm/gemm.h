@@ -49,7 +49,7 @@
 
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
-enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU };       /* activation choices */
+enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8 }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
 enum { GM_M, GM_N, GM_K };                            /* extents */
