@@ -1,13 +1,16 @@
-/* fuzz/fuzz_gguf.c: libFuzzer target for the GGUF reader and the config read from its
- * metadata. Whatever opens must be readable end to end: every tensor's data, every string
- * array element, every getter; and a config that reads must validate. Opened header-only,
+/* fuzz/fuzz_gguf.c: libFuzzer target for the GGUF reader and the config and tokenizer read
+ * from its metadata. Whatever opens must be readable end to end: every tensor's data, every
+ * string array element, every getter; a config that reads must validate; a tokenizer that
+ * builds (byte-level or SentencePiece BPE) must encode a text into ids of its vocabulary. Opened header-only,
  * whatever opens whole opens too, with the same tensor table and no data. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "lm/model/config.h"
 #include "lm/format/gguf.h"
+#include "lm/tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,6 +81,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fe_lm_config c;
     if (fe_lm_config_from_gguf(g, &c, &err) == FE_OK && fe_lm_config_validate(&c, &err) != FE_OK)
         __builtin_trap();
+    fe_tokenizer *tok = NULL;
+    if (fe_tokenizer_from_gguf(g, &tok, &err) == FE_OK) {
+        static const char text[] = "Hello a ab \xc3\xa9\n<start_of_turn>\xe2\x98\x83 \xff";
+        int32_t *ids = NULL;
+        size_t n = 0;
+        if (fe_tokenizer_encode_alloc(tok, text, sizeof text - 1, false, true, &ids, &n, &err) == FE_OK)
+            for (size_t i = 0; i < n; i++)
+                if (ids[i] < 0 || ids[i] >= fe_tokenizer_n_vocab(tok)) __builtin_trap();
+        fe_free(ids);
+        fe_tokenizer_destroy(tok);
+    }
     fe_gguf_close(g);
     return 0;
 }

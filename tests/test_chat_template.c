@@ -100,9 +100,34 @@ static void known_templates_are_recognised_with_their_default_system_prompt(void
     recognise("<|im_end|>'<|im_start|>system\nHi\\", FE_CHAT_CHATML, NULL); /* a lone escape at the end */
 }
 
+/* Gemma: no system turn (the system prompt opens the first user turn), "model" for the
+ * assistant, contents trimmed, and the model's header after the last turn */
+static void gemma_turns_carry_the_system_prompt_in_the_first_user_turn(void **s) {
+    (void)s;
+    recognise(gemma, FE_CHAT_GEMMA, NULL);
+    fe_chat_template t = {FE_CHAT_GEMMA, NULL};
+    fe_chat_message msgs[] = {{"system", "Be brief. "}, {"user", " Hi\n"}, {"assistant", "Hello."},
+                              {"user", "Capital of France?"}};
+    char *out = NULL;
+    fe_error err;
+    assert_int_equal(fe_chat_template_apply_messages(&t, msgs, 4, true, &out, &err), FE_OK);
+    assert_string_equal(out, "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+                             "<start_of_turn>model\nHello.<end_of_turn>\n"
+                             "<start_of_turn>user\nCapital of France?<end_of_turn>\n"
+                             "<start_of_turn>model\n");
+    fe_free(out);
+    assert_int_equal(fe_chat_template_apply(&t, NULL, "Hi", &out, &err), FE_OK);
+    assert_string_equal(out, "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+    fe_free(out);
+    fe_chat_message late[] = {{"user", "a"}, {"system", "b"}};
+    assert_int_equal(fe_chat_template_apply_messages(&t, late, 2, true, &out, &err), FE_E_INVALID);
+    assert_non_null(strstr(err.message, "system"));
+    assert_string_equal(fe_chat_end_marker(FE_CHAT_GEMMA), "<end_of_turn>");
+    assert_string_equal(fe_chat_start_marker(FE_CHAT_GEMMA), "<start_of_turn>");
+}
+
 static void other_templates_are_unknown(void **s) {
     (void)s;
-    recognise(gemma, FE_CHAT_UNKNOWN, NULL);
     recognise(mistral, FE_CHAT_UNKNOWN, NULL);
     recognise("", FE_CHAT_UNKNOWN, NULL);
     recognise("<|im_start|> only, no end", FE_CHAT_UNKNOWN, NULL);
@@ -372,6 +397,7 @@ static void generate_chat_says_which_template_it_uses(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(known_templates_are_recognised_with_their_default_system_prompt),
+        cmocka_unit_test(gemma_turns_carry_the_system_prompt_in_the_first_user_turn),
         cmocka_unit_test(other_templates_are_unknown),
         cmocka_unit_test(a_user_turn_formats_as_the_template_writes_it),
         cmocka_unit_test(tokenizer_config_json_gives_the_template_or_a_clear_error),

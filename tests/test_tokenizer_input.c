@@ -143,7 +143,12 @@ static void gguf_tokenizer_metadata_is_checked(void **s) {
         const char *needle;
     } cases[] = {
         {{{"general.name", 0, "x", NULL, 0, 0}}, 1, FE_E_NOTFOUND, "no tokenizer.ggml.model"},
-        {{{"tokenizer.ggml.model", 0, "llama", NULL, 0, 0}}, 1, FE_E_UNSUPPORTED, "\"llama\""},
+        {{{"tokenizer.ggml.model", 0, "bert", NULL, 0, 0}}, 1, FE_E_UNSUPPORTED, "\"bert\""},
+        /* SentencePiece ("llama") needs its tokens and one score each */
+        {{{"tokenizer.ggml.model", 0, "llama", NULL, 0, 0}}, 1, FE_E_FORMAT, "tokenizer.ggml.tokens"},
+        {{{"tokenizer.ggml.model", 0, "llama", NULL, 0, 0},
+          {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0}},
+         2, FE_E_FORMAT, "tokenizer.ggml.scores"},
         {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0}}, 1, FE_E_FORMAT, "tokenizer.ggml.tokens"},
         {{{"tokenizer.ggml.model", 0, "gpt2", NULL, 0, 0},
           {"tokenizer.ggml.tokens", 1, NULL, toks_ok, 258, 0},

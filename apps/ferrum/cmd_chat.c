@@ -218,7 +218,8 @@ static int start(chat *c) {
     if (!in.tokenizer)
         return cli_fail(c->io->err, "chat", a->open.model, "the model has no tokenizer; give "
                         "--tokenizer tokenizer.json");
-    if (in.chat_format != FE_LM_CHAT_CHATML && in.chat_format != FE_LM_CHAT_LLAMA3)
+    if (in.chat_format != FE_LM_CHAT_CHATML && in.chat_format != FE_LM_CHAT_LLAMA3 &&
+        in.chat_format != FE_LM_CHAT_GEMMA)
         return cli_fail(c->io->err, "chat", in.chat_note, "chat writes the conversation in a chat "
                         "template ferrum knows (ChatML, Llama 3); give a tokenizer that has one "
                         "(--tokenizer), or use `ferrum generate`, which takes the prompt as it is");

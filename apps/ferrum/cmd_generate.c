@@ -36,8 +36,8 @@ static int generate_options(gen_parse *p, arg_opt *t) {
             "given)"),
         FLAG("chat", &a->chat,
              "wrap the prompt in the model's chat template (from the GGUF, or "
-             "tokenizer_config.json beside the checkpoint or --tokenizer); ferrum knows ChatML "
-             "and Llama 3 and says so when the template is another (the prompt is then used "
+             "tokenizer_config.json beside the checkpoint or --tokenizer); ferrum knows ChatML, "
+             "Llama 3 and Gemma and says so when the template is another (the prompt is then used "
              "as it is)"),
         {"system", 0, ARG_STRING, "TEXT", "the chat's system prompt (default: the template's "
          "own, if it has one; \"\" for none)", NULL, .empty_ok = true, .s = &a->system},

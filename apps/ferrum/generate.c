@@ -33,7 +33,8 @@ static int text_prompt(gen_run *r, const char *raw) {
     if (!*raw) return fail(r->io, "the prompt is empty", "give some text (or --prompt-len N for N random ids)");
     char *full = NULL;
     if (a->chat) {
-        bool known = in->chat_format == FE_LM_CHAT_CHATML || in->chat_format == FE_LM_CHAT_LLAMA3;
+        bool known = in->chat_format == FE_LM_CHAT_CHATML || in->chat_format == FE_LM_CHAT_LLAMA3 ||
+                     in->chat_format == FE_LM_CHAT_GEMMA;
         fprintf(r->io->err, "ferrum: %s%s\n", in->chat_note,
                 known && in->chat_source && in->chat_default_system && !a->system
                     ? ", with its default system prompt" : "");

@@ -58,13 +58,19 @@ typedef enum fe_dtype {
     FE_DTYPE_Q8_0, /* f16 scale d, 32 x i8 q: x = d * q (34 bytes) */
     FE_DTYPE_Q4_0, /* f16 scale d, 16 bytes of nibbles: x = d * (q - 8) (18 bytes) */
     FE_DTYPE_Q4_1, /* f16 scale d, f16 min m, 16 bytes of nibbles: x = d * q + m (20 bytes) */
+    FE_DTYPE_Q5_0, /* f16 scale d, 32 high bits, 16 bytes of nibbles: x = d * (q - 16) (22 bytes) */
+    /* GGUF "K" super-blocks: 256 elements a block, in 8 or 16 sub-blocks with their own
+     * 6- or 8-bit scales (core/quant.h gives the layouts). Rows a multiple of 256 long. */
+    FE_DTYPE_Q4_K, /* f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles (144 bytes) */
+    FE_DTYPE_Q6_K, /* 128 bytes low nibbles, 64 bytes high 2 bits, 16 i8 scales, f16 d (210 bytes) */
     FE_DTYPE_COUNT
 } fe_dtype;
 
 typedef struct fe_dtype_traits {
     const char *name; /* "f32", "bf16", "q8_0", ... */
     size_t size;      /* bytes per element, or per block for block types */
-    int block;        /* elements per block: 1 for plain types, 32 for q8_0/q4_0/q4_1 */
+    int block;        /* elements per block: 1 for plain types, 32 for q8_0/q4_0/q4_1/q5_0,
+                       * 256 for q4_k/q6_k */
     bool is_float;
     bool is_signed;
 } fe_dtype_traits;

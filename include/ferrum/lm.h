@@ -93,6 +93,7 @@ typedef enum fe_lm_chat_format {
     FE_LM_CHAT_UNKNOWN,  /* a template ferrum does not know: prompts are used as they are */
     FE_LM_CHAT_CHATML,
     FE_LM_CHAT_LLAMA3,
+    FE_LM_CHAT_GEMMA,
 } fe_lm_chat_format;
 
 /* What a model is. Every string lives as long as the model. */
@@ -114,7 +115,7 @@ typedef struct fe_lm_model_info {
     const char *tokenizer_source; /* where it came from, or NULL */
     int32_t bos, eos;             /* -1: none */
     fe_lm_chat_format chat_format;
-    const char *chat_format_name; /* "ChatML", "Llama 3", "unknown", "none" */
+    const char *chat_format_name; /* "ChatML", "Llama 3", "Gemma", "unknown", "none" */
     const char *chat_source;      /* the file (or "PATH (tokenizer.chat_template)") the
                                      template came from; NULL when chosen by special tokens */
     bool chat_default_system;     /* the template writes a system prompt when none is given */

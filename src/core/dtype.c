@@ -16,6 +16,9 @@ static const fe_dtype_traits traits[FE_DTYPE_COUNT] = {
     [FE_DTYPE_Q8_0] = {.name = "q8_0", .size = 34, .block = 32, .is_float = true, .is_signed = true},
     [FE_DTYPE_Q4_0] = {.name = "q4_0", .size = 18, .block = 32, .is_float = true, .is_signed = true},
     [FE_DTYPE_Q4_1] = {.name = "q4_1", .size = 20, .block = 32, .is_float = true, .is_signed = true},
+    [FE_DTYPE_Q5_0] = {.name = "q5_0", .size = 22, .block = 32, .is_float = true, .is_signed = true},
+    [FE_DTYPE_Q4_K] = {.name = "q4_k", .size = 144, .block = 256, .is_float = true, .is_signed = true},
+    [FE_DTYPE_Q6_K] = {.name = "q6_k", .size = 210, .block = 256, .is_float = true, .is_signed = true},
 };
 
 size_t fe_dtype_bytes(fe_dtype t, int64_t n) {

@@ -7,6 +7,12 @@
 _Static_assert(sizeof(fe_block_q8_0) == 34, "q8_0 block is 34 bytes");
 _Static_assert(sizeof(fe_block_q4_0) == 18, "q4_0 block is 18 bytes");
 _Static_assert(sizeof(fe_block_q4_1) == 20, "q4_1 block is 20 bytes");
+_Static_assert(sizeof(fe_block_q5_0) == 22, "q5_0 block is 22 bytes");
+
+static uint32_t q5_0_high_bits(const fe_block_q5_0 *b) {
+    return (uint32_t)b->qh[0] | (uint32_t)b->qh[1] << 8 | (uint32_t)b->qh[2] << 16 |
+           (uint32_t)b->qh[3] << 24;
+}
 
 bool fe_dequant_row(fe_dtype dt, const void *src, float *dst, int64_t n) {
     switch (dt) {
@@ -53,12 +59,36 @@ bool fe_dequant_row(fe_dtype dt, const void *src, float *dst, int64_t n) {
         }
         return true;
     }
+    case FE_DTYPE_Q5_0: {
+        const fe_block_q5_0 *b = src;
+        for (int64_t k = 0; k < n / FE_QBLOCK; k++) {
+            float d = fe_f16_to_f32(b[k].d);
+            uint32_t qh = q5_0_high_bits(&b[k]);
+            for (int j = 0; j < 16; j++) {
+                int q0 = (b[k].qs[j] & 15) | (int)((qh >> j) & 1) << 4;
+                int q1 = (b[k].qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+                dst[k * 32 + j] = d * (float)(q0 - 16);
+                dst[k * 32 + j + 16] = d * (float)(q1 - 16);
+            }
+        }
+        return true;
+    }
+    case FE_DTYPE_Q4_K: fe_dequant_q4_k(src, dst, n); return true;
+    case FE_DTYPE_Q6_K: fe_dequant_q6_k(src, dst, n); return true;
     default:
         return false;
     }
 }
 
 bool fe_quant_row(fe_dtype dt, const float *src, void *dst, int64_t n) {
+    if (dt == FE_DTYPE_Q4_K) {
+        fe_quant_q4_k(src, dst, n);
+        return true;
+    }
+    if (dt == FE_DTYPE_Q6_K) {
+        fe_quant_q6_k(src, dst, n);
+        return true;
+    }
     for (int64_t k = 0; k < n / FE_QBLOCK; k++) {
         const float *x = src + k * FE_QBLOCK;
         switch (dt) {
@@ -105,6 +135,27 @@ bool fe_quant_row(fe_dtype dt, const float *src, void *dst, int64_t n) {
                 q1 = q1 > 15 ? 15 : q1;
                 b->qs[j] = (uint8_t)(q0 | (q1 << 4));
             }
+            break;
+        }
+        case FE_DTYPE_Q5_0: { /* ggml's quantize_row_q5_0_ref */
+            fe_block_q5_0 *b = (fe_block_q5_0 *)dst + k;
+            float amax = 0, max = 0;
+            for (int j = 0; j < 32; j++)
+                if (fabsf(x[j]) > amax) {
+                    amax = fabsf(x[j]);
+                    max = x[j];
+                }
+            float d = max / -16.0f, id = d ? 1.0f / d : 0.0f;
+            b->d = fe_f32_to_f16(d);
+            uint32_t qh = 0;
+            for (int j = 0; j < 16; j++) {
+                int q0 = (int)(x[j] * id + 16.5f), q1 = (int)(x[j + 16] * id + 16.5f);
+                q0 = q0 > 31 ? 31 : q0;
+                q1 = q1 > 31 ? 31 : q1;
+                b->qs[j] = (uint8_t)((q0 & 15) | (q1 & 15) << 4);
+                qh |= (uint32_t)(q0 >> 4 & 1) << j | (uint32_t)(q1 >> 4 & 1) << (j + 16);
+            }
+            for (int i = 0; i < 4; i++) b->qh[i] = (uint8_t)(qh >> (8 * i));
             break;
         }
         default:

@@ -69,7 +69,7 @@ const lmfix_tensor lmfix_tiny_tensors[] = {
     {"blk.0.attn_k.weight", 30, 2, {32, 2}, 128},       /* BF16 */
     {"blk.0.ffn_down.weight", 3, 2, {64, 2}, 4 * 20},   /* Q4_1 */
     {"blk.0.ffn_up.weight", 2, 2, {32, 3}, 3 * 18},     /* Q4_0 */
-    {"blk.0.ffn_gate.weight", 14, 2, {256, 1}, 210},    /* Q6_K: not readable */
+    {"blk.0.ffn_gate.weight", 13, 2, {256, 1}, 176},    /* Q5_K: not readable */
     {"blk.0.attn_v.weight", 0, 3, {4, 2, 2}, 64},       /* F32, ferrum (2, 2, 4) */
 };
 const size_t lmfix_tiny_n_tensors = sizeof lmfix_tiny_tensors / sizeof lmfix_tiny_tensors[0];
@@ -281,16 +281,30 @@ void lmfix_rmtree(const char *dir) {
     rmdir(dir);
 }
 
-const char *lmfix_smollm2_path(void) {
-    static char path[1024];
+static const char *model_path(char *path, size_t n, const char *name) {
     const char *cache = getenv("FERRUM_CACHE_HOME");
     const char *home = getenv("HOME");
-    if (cache && *cache)
-        snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-    else
-        snprintf(path, sizeof path, "%s/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                 home ? home : "");
+    if (cache && *cache) snprintf(path, n, "%s/models/%s", cache, name);
+    else snprintf(path, n, "%s/.cache/ferrum/models/%s", home ? home : "", name);
     return path;
+}
+
+const char *lmfix_smollm2_path(void) {
+    static char path[1024];
+    return model_path(path, sizeof path, "SmolLM2-135M-Instruct.Q4_1.gguf");
+}
+
+const char *lmfix_gemma3_path(void) {
+    static char path[1024];
+    return model_path(path, sizeof path, "gemma-3-270m-q4_k_m.gguf");
+}
+
+const char *lmfix_need_gemma3(void) {
+    const char *path = lmfix_gemma3_path();
+    if (access(path, R_OK) == 0) return path;
+    if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", path);
+    print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", path);
+    return NULL;
 }
 
 bool lmfix_in_ci(void) {

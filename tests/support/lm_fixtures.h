@@ -104,6 +104,9 @@ void lmfix_rmtree(const char *dir);
 /* Where scripts/setup puts the SmolLM2 checkpoint:
  * ${FERRUM_CACHE_HOME:-$HOME/.cache/ferrum}/models/SmolLM2-135M-Instruct.Q4_1.gguf. */
 const char *lmfix_smollm2_path(void);
+/* The same for the Gemma 3 270M Q4_K_M checkpoint (gemma-3-270m-q4_k_m.gguf). */
+const char *lmfix_gemma3_path(void);
+const char *lmfix_need_gemma3(void);
 /* Whether CI=true (a missing real checkpoint then fails instead of skipping). */
 bool lmfix_in_ci(void);
 /* The SmolLM2 checkpoint's path when it is there. When it is not: under CI=true the test

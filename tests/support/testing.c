@@ -50,7 +50,19 @@ static void draw_blocks(test_buf *b, fe_dtype dt, double lo, double hi, test_rng
     for (size_t blk = 0; blk < b->bytes / tr->size; blk++) {
         unsigned char *p = b->mem + blk * tr->size;
         for (size_t i = 0; i < tr->size; i++) p[i] = (unsigned char)test_rng_next(r);
-        double q_max = dt == FE_DTYPE_Q8_0 ? 127 : dt == FE_DTYPE_Q4_0 ? 8 : 15;
+        if (dt == FE_DTYPE_Q4_K) { /* x = (d sc) q - dmin m, sc and m up to 63, q to 15 */
+            uint16_t d = fe_f32_to_f16((float)(test_rng_uniform(r, 0.5, 1.0) * mag / (15 * 63)));
+            uint16_t dmin = fe_f32_to_f16((float)(test_rng_uniform(r, 0.0, 0.5) * mag / 63));
+            memcpy(p, &d, 2);
+            memcpy(p + 2, &dmin, 2);
+            continue;
+        }
+        if (dt == FE_DTYPE_Q6_K) { /* x = (d sc) (q - 32), sc in -128..127: d last */
+            uint16_t d = fe_f32_to_f16((float)(test_rng_uniform(r, 0.5, 1.0) * mag / (32 * 128)));
+            memcpy(p + tr->size - 2, &d, 2);
+            continue;
+        }
+        double q_max = dt == FE_DTYPE_Q8_0 ? 127 : dt == FE_DTYPE_Q4_0 ? 8 : dt == FE_DTYPE_Q5_0 ? 16 : 15;
         double span = dt == FE_DTYPE_Q4_1 ? hi - lo : mag;
         uint16_t d = fe_f32_to_f16((float)(test_rng_uniform(r, 0.5, 1.0) * span / q_max));
         memcpy(p, &d, 2);

@@ -17,7 +17,10 @@
 #include "lm/model/checkpoint.h"
 
 static fe_lm_chat_format lm_format(fe_chat_format f) {
-    return f == FE_CHAT_CHATML ? FE_LM_CHAT_CHATML : f == FE_CHAT_LLAMA3 ? FE_LM_CHAT_LLAMA3 : FE_LM_CHAT_UNKNOWN;
+    return f == FE_CHAT_CHATML   ? FE_LM_CHAT_CHATML
+           : f == FE_CHAT_LLAMA3 ? FE_LM_CHAT_LLAMA3
+           : f == FE_CHAT_GEMMA  ? FE_LM_CHAT_GEMMA
+                                 : FE_LM_CHAT_UNKNOWN;
 }
 
 static bool has_token(const fe_lm_model *m, const char *text) {
@@ -76,6 +79,7 @@ void fe_lm_chat_resolve(fe_lm_model *m, const char *tokenizer_path) {
         fe_chat_template_deinit(&m->chat);
         m->chat.format = has_token(m, fe_chat_start_marker(FE_CHAT_CHATML))   ? FE_CHAT_CHATML
                          : has_token(m, fe_chat_start_marker(FE_CHAT_LLAMA3)) ? FE_CHAT_LLAMA3
+                         : has_token(m, fe_chat_start_marker(FE_CHAT_GEMMA))  ? FE_CHAT_GEMMA
                                                                               : FE_CHAT_UNKNOWN;
         m->chat_format = m->chat.format == FE_CHAT_UNKNOWN ? FE_LM_CHAT_NONE : lm_format(m->chat.format);
         char why[700];

@@ -151,12 +151,12 @@ fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out) {
             out->mixed_matrices |= ms[i]->dtype != out->matrix_dtype;
     }
     if (m->tok) {
-        out->tokenizer = "byte-level BPE";
+        out->tokenizer = fe_tokenizer_is_sentencepiece(m->tok) ? "SentencePiece BPE" : "byte-level BPE";
         out->tokenizer_source = m->tok_source;
         out->bos = fe_tokenizer_bos(m->tok) >= 0 ? fe_tokenizer_bos(m->tok) : out->bos;
         out->eos = fe_tokenizer_eos(m->tok) >= 0 ? fe_tokenizer_eos(m->tok) : out->eos;
     }
-    static const char *chat_names[] = {"none", "unknown", "ChatML", "Llama 3"};
+    static const char *chat_names[] = {"none", "unknown", "ChatML", "Llama 3", "Gemma"};
     out->chat_format_name = chat_names[m->chat_format];
     return FE_OK;
 }

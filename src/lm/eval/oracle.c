@@ -79,6 +79,7 @@ fe_status fe_oracle_logits(const fe_llama_weights *w, const int32_t *tokens, int
         if (tokens[i] < 0 || tokens[i] >= c->vocab)
             return fe_error_set(err, FE_E_BOUNDS, "oracle: token %d at position %d is outside the "
                                 "vocabulary of %lld", tokens[i], i, (long long)c->vocab);
+    if (c->family == FE_LM_FAMILY_GEMMA3) return fe_oracle_gemma3_logits(w, tokens, n, logits, err);
     size_t N = (size_t)n;
     float *x = fe_malloc(N * (size_t)d * 4), *h = fe_malloc(N * (size_t)d * 4);
     float *q = fe_malloc(N * (size_t)qd * 4), *k = fe_malloc(N * (size_t)kvd * 4);

@@ -11,8 +11,8 @@
  * tensors here are in ferrum order, outermost first, so GGUF [576, 49152] is ferrum
  * (49152, 576) row-major.
  *
- * Tensor types: F32, F16, BF16, Q8_0, Q4_0 and Q4_1 map to ferrum dtypes. Any other GGML
- * type (Q6_K, IQ2_XS, ...) still opens, so a file's metadata stays readable, but asking for
+ * Tensor types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K map to ferrum dtypes.
+ * Any other GGML type (Q5_K, IQ2_XS, ...) still opens, so a file's metadata stays readable, but asking for
  * such a tensor with fe_gguf_tensor_get is refused naming the tensor and its type.
  *
  * Lifetimes: every pointer handed out (kvs, strings, tensors, data) lives until

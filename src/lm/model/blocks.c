@@ -25,10 +25,12 @@ fe_h fe_block_layer_weight(fe_trace *t, int64_t l, const char *name) {
 fe_block_act fe_block_plain(fe_h x) { return (fe_block_act){x, FE_NO_TENSOR}; }
 
 /* Whether matrix w takes int8 activations: block-quantised, with the mode's act_int8 on (a in
- * int8 per 32-block, integer dot products, as llama.cpp's Q8 activations) */
+ * int8 per 32-block, or per 256 for the K types, integer dot products, as llama.cpp's Q8
+ * activations) */
 static bool int8_for(fe_trace *t, fe_block_mode mm, fe_h w) {
     fe_dtype wdt = fe_dtype_of(t, w);
-    return mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+    const fe_dtype_traits *tr = fe_dtype_info(wdt); /* NULL for no tensor (a failed trace) */
+    return mm.act_int8 && tr && tr->block > 1;       /* q8_0 .. q6_k: GEMV/GEMM act_int8 */
 }
 
 /* y = epilogue(W a) for the one row of a decode step; into dst when dst is a tensor; GEMV
@@ -69,6 +71,16 @@ fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x)
         return fe_block_gemv(t, mm, FE_NO_TENSOR, w, fe_block_plain(o), FE_NO_TENSOR, x, "residual");
     fe_h in[4] = {o, w, FE_NO_TENSOR, x};
     return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
+}
+
+/* gelu_tanh(a Wg^T) * (a Wu^T): Gemma's GeGLU (the GEMV's geglu epilogue in a decode step,
+ * the gate GEMM's gelu activation in a chunk) */
+fe_h fe_block_geglu(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu) {
+    if (mm.decode) return fe_block_gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, "geglu");
+    fe_setting gelu = FE_CHOICE("activation", "gelu");
+    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
+    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &gelu);
+    return fe_block_apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
 }
 
 /* silu(a Wg^T) * (a Wu^T) */

@@ -48,6 +48,9 @@ fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, f
 /* x + o W^T (the residual folded into the product) */
 fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x);
 
+/* gelu_tanh(a Wg^T) * (a Wu^T) (Gemma) */
+fe_h fe_block_geglu(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu);
+
 /* silu(a Wg^T) * (a Wu^T) */
 fe_h fe_block_gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu);
 

@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "lm/model/blocks.h"
+#include "lm/model/gemma3.h"
 #include "lm/model/rope_table.h"
 
 struct fe_causal {
@@ -22,6 +23,8 @@ struct fe_causal {
     bool prefill_int8;  /* the prefill GEMMs over block matrices use act_int8 (likewise) */
     fe_graph *g;
     float *rope;        /* (max_seq_len, head_dim): cos then sin of the head_dim/2 angles */
+    float *rope_local;  /* Gemma 3: the same for the local layers' base; else NULL */
+    float *embed_scale; /* Gemma 3: (hidden) all sqrt(hidden), the embedding rows' factor */
     int32_t *chunk;     /* (C) the prefill input */
     int32_t *history;   /* (max_seq_len) the tokens now in the caches */
     int64_t n_history;
@@ -58,10 +61,19 @@ static fe_status causal_body(fe_trace *t, const void *model) {
 
     fe_h x = fe_take(t, fe_weight(t, "embed"), ids); /* (C, hidden), first n rows */
     fe_h rope = fe_weight(t, "rope");
+    if (c->family == FE_LM_FAMILY_GEMMA3) {
+        x = fe_block_apply(t, "RowwiseMul", x, fe_weight(t, "embed_scale"));
+        fe_gemma3_io io = {.mm = mm, .pos = pos, .n = n, .end = end, .C = C, .S = S};
+        fe_h rope_local = fe_weight(t, "rope_local");
+        for (int64_t l = 0; l < c->n_layers; l++) {
+            io.rope = fe_lm_layer_is_local(c, l) ? rope_local : rope;
+            x = fe_gemma3_layer(t, c, &io, l, x);
+        }
+    }
     fe_setting form = FE_CHOICE("form", m->w->rope_interleaved ? "interleaved" : "rotate_half");
     fe_value_set at = {"pos", pos};
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
-    for (int64_t l = 0; l < c->n_layers; l++) {
+    for (int64_t l = 0; c->family == FE_LM_FAMILY_LLAMA && l < c->n_layers; l++) {
         /* attention */
         fe_block_act h = fe_block_normed(t, mm, x, fe_block_layer_weight(t, l, "attn_norm"));
         fe_h wq = fe_block_layer_weight(t, l, "wq"), wk = fe_block_layer_weight(t, l, "wk");
@@ -113,14 +125,22 @@ static fe_status set_weights(fe_causal *m) {
     if (st == FE_OK) st = fe_graph_set_weight(m->g, "lm_head", w->lm_head);
     int64_t rs[2] = {m->o.max_seq_len, w->cfg.head_dim};
     if (st == FE_OK) st = fe_graph_set_weight(m->g, "rope", fe_tensor_contiguous(m->rope, FE_DTYPE_F32, 2, rs));
+    if (st == FE_OK && m->rope_local)
+        st = fe_graph_set_weight(m->g, "rope_local", fe_tensor_contiguous(m->rope_local, FE_DTYPE_F32, 2, rs));
+    int64_t hidden = w->cfg.hidden;
+    if (st == FE_OK && m->embed_scale)
+        st = fe_graph_set_weight(m->g, "embed_scale", fe_tensor_contiguous(m->embed_scale, FE_DTYPE_F32, 1, &hidden));
     for (int64_t l = 0; st == FE_OK && l < w->cfg.n_layers; l++) {
         const fe_llama_layer *L = &w->layers[l];
         struct { const char *name; const fe_tensor *t; } ws[] = {
             {"attn_norm", &L->attn_norm}, {"wq", &L->wq}, {"wk", &L->wk}, {"wv", &L->wv},
             {"wo", &L->wo}, {"ffn_norm", &L->ffn_norm}, {"w_gate", &L->w_gate},
-            {"w_up", &L->w_up}, {"w_down", &L->w_down},
+            {"w_up", &L->w_up}, {"w_down", &L->w_down}, {"q_norm", &L->q_norm},
+            {"k_norm", &L->k_norm}, {"post_attn_norm", &L->post_attn_norm},
+            {"post_ffn_norm", &L->post_ffn_norm},
         };
         for (size_t i = 0; st == FE_OK && i < sizeof ws / sizeof ws[0]; i++) {
+            if (!ws[i].t->rank) continue; /* the Gemma norms of a Llama model */
             char path[64];
             snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, ws[i].name);
             st = fe_graph_set_weight(m->g, path, *ws[i].t);
@@ -185,14 +205,13 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
         const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
             all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
-            any_block |= ms[i]->dtype == FE_DTYPE_Q8_0 || ms[i]->dtype == FE_DTYPE_Q4_0 ||
-                         ms[i]->dtype == FE_DTYPE_Q4_1;
+            any_block |= fe_dtype_info(ms[i]->dtype)->block > 1;
         }
     }
     if (m->o.prefill_dot == FE_PREFILL_DOT_INT8 && !any_block) {
         fe_causal_destroy(m);
         return fe_error_set(err, FE_E_DTYPE, "prefill dot products in int8 need layer matrices "
-                            "in q8_0, q4_0 or q4_1; this model's are %s: use f32 dot products "
+                            "in blocks (q8_0 .. q6_k); this model's are %s: use f32 dot products "
                             "(or bf16 for bf16 matrices)",
                             fe_dtype_info(w->layers[0].wq.dtype)->name);
     }
@@ -228,6 +247,15 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
         if (st != FE_OK) fe_error_set(err, st, "causal LM: cannot build the RoPE table (%s)",
                                       fe_status_str(st));
     }
+    if (st == FE_OK && c->family == FE_LM_FAMILY_GEMMA3) {
+        m->rope_local = fe_aligned_alloc(64, (size_t)(m->o.max_seq_len * c->head_dim) * sizeof(float));
+        m->embed_scale = fe_malloc((size_t)c->hidden * sizeof(float));
+        if (!m->rope_local || !m->embed_scale) st = fe_error_set(err, FE_E_NOMEM, "causal LM: out of memory");
+        for (int64_t i = 0; st == FE_OK && i < c->hidden; i++) m->embed_scale[i] = (float)c->embed_scale;
+        if (st == FE_OK) st = fe_rope_table(m->rope_local, m->o.max_seq_len, c->head_dim, c->rope_theta_local, NULL);
+        if (st != FE_OK && err && err->status == FE_OK)
+            fe_error_set(err, st, "causal LM: cannot build the local RoPE table (%s)", fe_status_str(st));
+    }
     if (st == FE_OK) st = fe_graph_create(dev, "causal", causal_body, m, &m->g, err);
     if (st == FE_OK) st = set_weights(m);
     if (st == FE_OK) st = compile_versions(m);
@@ -244,6 +272,8 @@ void fe_causal_destroy(fe_causal *m) {
     if (!m) return;
     fe_graph_destroy(m->g);
     fe_free(m->rope);
+    fe_free(m->rope_local);
+    fe_free(m->embed_scale);
     fe_free(m->chunk);
     fe_free(m->history);
     fe_free(m->last_logits);

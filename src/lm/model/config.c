@@ -122,6 +122,21 @@ fe_status fe_lm_config_validate(const fe_lm_config *c, fe_error *err) {
         return fe_error_set(err, FE_E_INVALID, "%s: rope scaling type %d is not one ferrum has",
                             s, (int)c->rope_scaling.type);
     }
+    if (c->family == FE_LM_FAMILY_GEMMA3) {
+        if (c->sliding_window < 0 || c->swa_pattern < 0 || c->swa_pattern > 4096)
+            return fe_error_set(err, FE_E_INVALID, "%s: gemma3 sliding_window %lld and "
+                                "sliding_window_pattern %lld; give a window >= 0 (0: none) and "
+                                "a pattern in 0..4096", s, (long long)c->sliding_window,
+                                (long long)c->swa_pattern);
+        if (!(c->rope_theta_local > 0 && isfinite(c->rope_theta_local)))
+            return fe_error_set(err, FE_E_INVALID, "%s: gemma3 rope.freq_base_swa is %g; it must "
+                                "be positive and finite", s, c->rope_theta_local);
+        if (!(c->attn_scale > 0 && isfinite(c->attn_scale) && c->embed_scale > 0 &&
+              isfinite(c->embed_scale)))
+            return fe_error_set(err, FE_E_INVALID, "%s: gemma3 attention scale %g and embedding "
+                                "scale %g must be positive and finite", s, c->attn_scale,
+                                c->embed_scale);
+    }
     if (c->bos_id < -1 || c->bos_id >= c->vocab)
         return fe_error_set(err, FE_E_INVALID, "%s: bos_token_id %d is outside the vocabulary "
                             "(0..%lld)", s, (int)c->bos_id, (long long)c->vocab - 1);

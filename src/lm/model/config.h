@@ -1,5 +1,6 @@
-/* lm/model/config.h: a decoder language model's hyperparameters (Llama family), read from a
- * Hugging Face config.json, from GGUF metadata, or taken from a named preset.
+/* lm/model/config.h: a decoder language model's hyperparameters (the Llama family, and Gemma 3
+ * where `family` says so), read from a Hugging Face config.json, from GGUF metadata, or taken
+ * from a named preset.
  *
  * Every reader ends with fe_lm_config_validate, so a config that comes back FE_OK obeys
  * every rule listed there; the model code may rely on them without checking again.
@@ -25,6 +26,10 @@ typedef enum fe_lm_rope_scaling_type {
 
 enum { FE_LM_MAX_EOS = 8, FE_LM_ARCH_MAX = 32, FE_LM_SOURCE_MAX = 160 };
 
+/* Which body runs the config: Llama (pre-norm, SwiGLU) or Gemma 3 (gemma3.h: sandwich norms,
+ * GeGLU, QK-norm, scaled embeddings, local sliding-window layers with their own RoPE base). */
+typedef enum fe_lm_family { FE_LM_FAMILY_LLAMA = 0, FE_LM_FAMILY_GEMMA3 } fe_lm_family;
+
 typedef struct fe_lm_config {
     char architecture[FE_LM_ARCH_MAX]; /* "llama" (HF model_type / GGUF general.architecture) */
     char source[FE_LM_SOURCE_MAX];     /* where it came from (path or preset), for messages */
@@ -48,7 +53,24 @@ typedef struct fe_lm_config {
     int32_t bos_id;       /* -1 when not known */
     int32_t eos_ids[FE_LM_MAX_EOS]; /* every id that ends generation, first is the main one */
     int n_eos;                      /* 0 when not known */
+    fe_lm_family family;
+    /* Gemma 3 (zero for Llama): layer l is local (sliding window) when l % swa_pattern <
+     * swa_pattern - 1, attending keys in (p - sliding_window, p] with RoPE base
+     * rope_theta_local; the others are global, with rope_theta. q . k is scaled by
+     * attn_scale (query_pre_attn_scalar^-1/2); the embedding rows by embed_scale
+     * (sqrt(hidden)). */
+    int64_t sliding_window;
+    int64_t swa_pattern;
+    double rope_theta_local;
+    double attn_scale;
+    double embed_scale;
 } fe_lm_config;
+
+/* Whether layer l of a Gemma 3 config is a local (sliding-window) layer. */
+static inline bool fe_lm_layer_is_local(const fe_lm_config *c, int64_t l) {
+    return c->family == FE_LM_FAMILY_GEMMA3 && c->sliding_window > 0 && c->swa_pattern > 0 &&
+           l % c->swa_pattern < c->swa_pattern - 1;
+}
 
 /* The named preset: "llama-3.2-1b" or "smollm2-135m". FE_E_NOTFOUND (message listing the
  * presets) for any other name. */
@@ -72,7 +94,10 @@ fe_status fe_lm_config_from_json_file(const char *path, fe_lm_config *out, fe_er
  * `.attention.layer_norm_rms_epsilon`, `.rope.freq_base`, `.rope.dimension_count`,
  * `.rope.scaling.*`, `.context_length`, `.vocab_size` or the length of
  * tokenizer.ggml.tokens, tokenizer.ggml.{bos,eos,eot,eom}_token_id) and tensor table (tied
- * when there is no output.weight; rope_freqs.weight). Same errors as from_json;
+ * when there is no output.weight; rope_freqs.weight). general.architecture "gemma3" gives the
+ * Gemma 3 family, with `.attention.sliding_window`, `.attention.sliding_window_pattern`
+ * (default 6), `.rope.freq_base_swa` (default 10000) and the attention scale llama.cpp uses
+ * (1 / sqrt(key_length)), and <end_of_turn> as a second end. Same errors as from_json;
  * FE_E_UNSUPPORTED when rope.dimension_count is not head_dim (partial rotary). */
 fe_status fe_lm_config_from_gguf(const fe_gguf *g, fe_lm_config *out, fe_error *err);
 

@@ -3,6 +3,7 @@
  * llama.cpp names the hyperparameters `<arch>.<name>` where <arch> is
  * general.architecture, so the same reader serves every Llama-shaped architecture; the
  * model decides which architectures it runs. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,6 +118,34 @@ static fe_status g_ids(gctx *x, fe_lm_config *c) {
     return FE_OK;
 }
 
+/* Gemma 3's extras, as llama.cpp's gemma3 model reads them: every sixth layer global (the
+ * pattern's default), local ones with RoPE base 10000 unless the file says, q . k scaled by
+ * 1 / sqrt(head_dim) (query_pre_attn_scalar = head_dim for every size but 27B, which llama.cpp
+ * recognises by its 62 layers), the embedding by sqrt(hidden); <end_of_turn> ends a turn. */
+static fe_status gemma3(gctx *x, fe_lm_config *c) {
+    fe_status st;
+    c->family = FE_LM_FAMILY_GEMMA3;
+    if ((st = g_int(x, "attention.sliding_window", false, 0, &c->sliding_window)) ||
+        (st = g_int(x, "attention.sliding_window_pattern", false, 6, &c->swa_pattern)) ||
+        (st = g_num(x, "rope.freq_base_swa", false, 10000.0, &c->rope_theta_local)))
+        return st;
+    c->attn_scale = c->n_layers == 62 ? 1.0 / sqrt((double)(c->hidden / c->n_heads))
+                                      : 1.0 / sqrt((double)c->head_dim);
+    c->embed_scale = sqrt((double)c->hidden);
+    const fe_gguf_kv *tokens = fe_gguf_find(x->g, "tokenizer.ggml.tokens");
+    for (size_t i = 0; tokens && i < fe_gguf_array_len(tokens) && i < 1024; i++) {
+        size_t len;
+        const char *s = fe_gguf_array_str(tokens, i, &len);
+        if (s && len == 13 && memcmp(s, "<end_of_turn>", 13) == 0 && c->n_eos < FE_LM_MAX_EOS) {
+            bool seen = false;
+            for (int k = 0; k < c->n_eos; k++) seen |= c->eos_ids[k] == (int32_t)i;
+            if (!seen) c->eos_ids[c->n_eos++] = (int32_t)i;
+            break;
+        }
+    }
+    return FE_OK;
+}
+
 static fe_status from_gguf(gctx *x, fe_lm_config *c) {
     fe_status st;
     if ((st = g_int(x, "block_count", true, 0, &c->n_layers)) ||
@@ -145,7 +174,7 @@ static fe_status from_gguf(gctx *x, fe_lm_config *c) {
                             "tokenizer.ggml.tokens gives the vocabulary size; convert the file "
                             "again with llama.cpp", x->file, x->arch);
     c->tied_embeddings = fe_gguf_tensor_find(x->g, "output.weight") == NULL;
-    return FE_OK;
+    return strcmp(x->arch, "gemma3") == 0 ? gemma3(x, c) : FE_OK;
 }
 
 fe_status fe_lm_config_from_gguf(const fe_gguf *g, fe_lm_config *out, fe_error *err) {

@@ -148,8 +148,10 @@ int fe_llama_weights_tensors(const fe_llama_weights *w, const fe_tensor **out, i
     for (int64_t l = 0; w->layers && l < w->cfg.n_layers; l++) {
         const fe_llama_layer *L = &w->layers[l];
         const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) PUT(ts[i]);
+                                 &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down,
+                                 &L->q_norm, &L->k_norm, &L->post_attn_norm, &L->post_ffn_norm};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (ts[i]->rank) PUT(ts[i]); /* the Gemma norms are rank 0 for Llama */
     }
 #undef PUT
     return n;

@@ -1,5 +1,5 @@
-/* lm/model/weights.h: a Llama-family model's weights as views (any dtype ferrum reads: f32, bf16,
- * f16, q8_0, q4_0, q4_1), named as the model's body and the oracle see them, plus where they
+/* lm/model/weights.h: a Llama-family or Gemma 3 model's weights as views (any dtype ferrum
+ * reads: f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k), named as the model's body and the oracle see them, plus where they
  * come from. Three fills:
  *
  *  - read: views into a GGUF or safetensors checkpoint opened with fe_gguf_open /
@@ -23,6 +23,10 @@ typedef struct fe_llama_layer {
     fe_tensor wq, wk, wv, wo;      /* (heads*hd, hidden), (kv*hd, hidden) x2, (hidden, heads*hd) */
     fe_tensor ffn_norm;            /* (hidden) */
     fe_tensor w_gate, w_up, w_down; /* (ffn, hidden) x2, (hidden, ffn) */
+    /* Gemma 3 only (rank 0 for Llama): the QK-norms (head_dim) and the sandwich norms after
+     * attention and after the feed-forward (hidden), all f32, stored as llama.cpp's converter
+     * writes them: 1 + w (Gemma's RMSNorm multiplies by 1 + w), so applied as they are */
+    fe_tensor q_norm, k_norm, post_attn_norm, post_ffn_norm;
 } fe_llama_layer;
 
 typedef struct fe_llama_weights {

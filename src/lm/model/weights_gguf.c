@@ -18,7 +18,7 @@ static fe_status take(const fe_gguf *g, const char *name, int rank, int64_t rows
     fe_status st = fe_gguf_tensor_expect(g, name, rank, shape, &gt, err);
     if (st != FE_OK) return st;
     *t = fe_tensor_contiguous((void *)gt->data, gt->dtype, rank, shape);
-    if (rank == 2 && fe_dtype_info(gt->dtype)->block > 1 && cols % 32 != 0)
+    if (rank == 2 && fe_dtype_info(gt->dtype)->block > 1 && cols % fe_dtype_info(gt->dtype)->block != 0)
         return fe_error_set(err, FE_E_FORMAT, "tensor %s: %lld columns are not whole %s blocks",
                             name, (long long)cols, fe_dtype_info(gt->dtype)->name);
     return FE_OK;
@@ -28,7 +28,9 @@ fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
                                      fe_llama_weights *out, fe_error *err) {
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
-    out->rope_interleaved = true; /* llama.cpp's converter permutes q and k for GGML's rope */
+    /* llama.cpp's converter permutes Llama's q and k for GGML's rope; Gemma's are left as HF
+     * has them (llama.cpp rotates them NeoX-style, halves) */
+    out->rope_interleaved = cfg->family != FE_LM_FAMILY_GEMMA3;
     out->unread = fe_gguf_header_only(g);
     out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
     if (!out->layers) return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
@@ -52,6 +54,18 @@ fe_status fe_llama_weights_from_gguf(const fe_gguf *g, const fe_lm_config *cfg,
             char name[96];
             snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, want[i].name);
             st = take(g, name, want[i].rank, want[i].rows, want[i].cols, want[i].t, err);
+        }
+        if (cfg->family != FE_LM_FAMILY_GEMMA3) continue;
+        struct { const char *name; int64_t n; fe_tensor *t; } norms[] = {
+            {"attn_q_norm", cfg->head_dim, &L->q_norm}, {"attn_k_norm", cfg->head_dim, &L->k_norm},
+            {"post_attention_norm", d, &L->post_attn_norm}, {"post_ffw_norm", d, &L->post_ffn_norm},
+        };
+        for (size_t i = 0; st == FE_OK && i < sizeof norms / sizeof norms[0]; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, norms[i].name);
+            st = take(g, name, 1, norms[i].n, 1, norms[i].t, err);
+            if (st == FE_OK && norms[i].t->dtype != FE_DTYPE_F32)
+                st = fe_error_set(err, FE_E_DTYPE, "%s must be f32 in the file", name);
         }
     }
     if (st == FE_OK && cfg->rope_scaling.type == FE_LM_ROPE_FREQS_TENSOR) {

@@ -34,18 +34,20 @@ static const format_markers formats[] = {
                         "<|start_header_id|>system<|end_header_id|>", 2, "<|eot_id|>",
                         "<|start_header_id|>user<|end_header_id|>",
                         "<|start_header_id|>assistant<|end_header_id|>"},
+    [FE_CHAT_GEMMA] = {"Gemma", {"<start_of_turn>", "<end_of_turn>", NULL}, NULL, 1,
+                       "<end_of_turn>", "<start_of_turn>user", "<start_of_turn>model"},
 };
 
 const char *fe_chat_format_name(fe_chat_format f) {
-    return (unsigned)f <= FE_CHAT_LLAMA3 ? formats[f].name : "unknown";
+    return (unsigned)f <= FE_CHAT_GEMMA ? formats[f].name : "unknown";
 }
 
 const char *fe_chat_end_marker(fe_chat_format f) {
-    return f == FE_CHAT_CHATML || f == FE_CHAT_LLAMA3 ? formats[f].end : NULL;
+    return f != FE_CHAT_UNKNOWN && (unsigned)f <= FE_CHAT_GEMMA ? formats[f].end : NULL;
 }
 
 const char *fe_chat_start_marker(fe_chat_format f) {
-    return f == FE_CHAT_CHATML || f == FE_CHAT_LLAMA3 ? formats[f].needed[0] : NULL;
+    return f != FE_CHAT_UNKNOWN && (unsigned)f <= FE_CHAT_GEMMA ? formats[f].needed[0] : NULL;
 }
 
 static const char *find(const char *s, size_t n, const char *needle) {
@@ -121,10 +123,11 @@ fe_status fe_chat_template_recognize(const char *text, size_t len, fe_chat_templ
     if (!text) return FE_OK;
     bool chatml = holds_all(text, len, &formats[FE_CHAT_CHATML]);
     bool llama3 = holds_all(text, len, &formats[FE_CHAT_LLAMA3]);
-    if (chatml == llama3) return FE_OK; /* neither, or both: not a template ferrum knows */
-    fe_chat_format f = chatml ? FE_CHAT_CHATML : FE_CHAT_LLAMA3;
+    bool gemma = holds_all(text, len, &formats[FE_CHAT_GEMMA]);
+    if (chatml + llama3 + gemma != 1) return FE_OK; /* none, or several: not one ferrum knows */
+    fe_chat_format f = chatml ? FE_CHAT_CHATML : llama3 ? FE_CHAT_LLAMA3 : FE_CHAT_GEMMA;
     char *sys = NULL;
-    fe_status st = default_system(text, len, &formats[f], &sys, err);
+    fe_status st = gemma ? FE_OK : default_system(text, len, &formats[f], &sys, err);
     if (st != FE_OK) return st;
     *out = (fe_chat_template){f, sys};
     return FE_OK;
@@ -191,10 +194,56 @@ fe_status fe_chat_template_from_gguf(const fe_gguf *g, fe_chat_template *out, fe
     return st == FE_OK ? fe_chat_template_recognize(s, n, out, err) : st;
 }
 
+/* Gemma's template: no system turn (a system message opens the first user turn, followed by
+ * a blank line), "model" for the assistant, each content trimmed of surrounding whitespace */
+static fe_status apply_gemma(const fe_chat_message *msgs, int n, bool add_generation_prompt,
+                             char **out, fe_error *err) {
+    if (n < 0 || (n && !msgs))
+        return fe_error_set(err, FE_E_INVALID, "chat template: %d messages; give 0 or more", n);
+    size_t cap = 64;
+    for (int i = 0; i < n; i++) {
+        if (!msgs[i].role || !msgs[i].content)
+            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has no %s", i,
+                                msgs[i].role ? "content" : "role");
+        if (strcmp(msgs[i].role, "system") != 0 && strcmp(msgs[i].role, "user") != 0 &&
+            strcmp(msgs[i].role, "assistant") != 0)
+            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has role \"%s\"; "
+                                "give system, user or assistant", i, msgs[i].role);
+        if (i > 0 && msgs[i].role[0] == 's')
+            return fe_error_set(err, FE_E_INVALID, "chat template: message %d is a system "
+                                "message; Gemma takes one only first", i);
+        cap += strlen(msgs[i].content) + 48;
+    }
+    char *s = fe_malloc(cap);
+    if (!s) return fe_error_set(err, FE_E_NOMEM, "chat template: out of memory");
+    size_t o = 0;
+    const char *prefix = NULL;
+    size_t prefix_n = 0;
+    for (int i = 0; i < n; i++) {
+        const char *c = msgs[i].content, *e = c + strlen(c);
+        while (c < e && (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\r')) c++;
+        while (e > c && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) e--;
+        if (msgs[i].role[0] == 's') {
+            prefix = c, prefix_n = (size_t)(e - c);
+            continue;
+        }
+        const char *role = msgs[i].role[0] == 'u' ? "user" : "model";
+        o += (size_t)snprintf(s + o, cap - o, "<start_of_turn>%s\n", role);
+        if (prefix && prefix_n) o += (size_t)snprintf(s + o, cap - o, "%.*s\n\n", (int)prefix_n, prefix);
+        prefix = NULL;
+        o += (size_t)snprintf(s + o, cap - o, "%.*s<end_of_turn>\n", (int)(e - c), c);
+    }
+    if (add_generation_prompt) snprintf(s + o, cap - o, "<start_of_turn>model\n");
+    else s[o] = 0;
+    *out = s;
+    return FE_OK;
+}
+
 fe_status fe_chat_template_apply_messages(const fe_chat_template *t, const fe_chat_message *msgs,
                                           int n, bool add_generation_prompt, char **out,
                                           fe_error *err) {
     *out = NULL;
+    if (t->format == FE_CHAT_GEMMA) return apply_gemma(msgs, n, add_generation_prompt, out, err);
     if (t->format != FE_CHAT_CHATML && t->format != FE_CHAT_LLAMA3)
         return fe_error_set(err, FE_E_INVALID, "chat template: the format is unknown, so there "
                             "is nothing to format; use the prompt as it is");

@@ -8,6 +8,10 @@
  *   Llama 3:                 <|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>
  *                            <|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|>
  *                            <|start_header_id|>assistant<|end_header_id|>\n\n
+ *   Gemma:                   <start_of_turn>user\n{system}\n\n{user}<end_of_turn>\n
+ *                            <start_of_turn>model\n
+ *                            (no system turn: the system prompt opens the first user turn;
+ *                            the assistant's role is "model"; contents are trimmed)
  *
  * The system block is left out when there is no system prompt. A template that writes a
  * fixed system prompt when the conversation has none (SmolLM2's "You are a helpful AI
@@ -27,6 +31,7 @@ typedef enum fe_chat_format {
     FE_CHAT_UNKNOWN = 0, /* a template ferrum does not know: use the prompt as it is */
     FE_CHAT_CHATML,
     FE_CHAT_LLAMA3,
+    FE_CHAT_GEMMA,
 } fe_chat_format;
 
 typedef struct fe_chat_template {
@@ -34,7 +39,7 @@ typedef struct fe_chat_template {
     char *default_system; /* fe_malloc'd, NUL-terminated; NULL when the template has none */
 } fe_chat_template;
 
-/* "ChatML", "Llama 3" or "unknown". */
+/* "ChatML", "Llama 3", "Gemma" or "unknown". */
 const char *fe_chat_format_name(fe_chat_format f);
 /* The special token that ends an assistant turn: "<|im_end|>", "<|eot_id|>"; NULL for
  * FE_CHAT_UNKNOWN. */
@@ -46,7 +51,7 @@ const char *fe_chat_start_marker(fe_chat_format f);
 
 /* Recognises Jinja template source text[0..len) (any bytes): ChatML when it holds
  * <|im_start|> and <|im_end|>, Llama 3 when it holds <|start_header_id|>,
- * <|end_header_id|> and <|eot_id|>; FE_CHAT_UNKNOWN when it holds neither set, or both.
+ * <|end_header_id|> and <|eot_id|>, Gemma when it holds <start_of_turn> and <end_of_turn>; FE_CHAT_UNKNOWN when it holds neither set, or both.
  * Fills *out (deinit it); FE_E_NOMEM is the only error. */
 fe_status fe_chat_template_recognize(const char *text, size_t len, fe_chat_template *out,
                                      fe_error *err);

@@ -11,6 +11,7 @@
 #include "lm/tokenizer/tokenizer_internal.h"
 
 int32_t fe_tokenizer_n_vocab(const fe_tokenizer *t) { return t->n_vocab; }
+bool fe_tokenizer_is_sentencepiece(const fe_tokenizer *t) { return t->spm; }
 int32_t fe_tokenizer_bos(const fe_tokenizer *t) { return t->bos; }
 int32_t fe_tokenizer_eos(const fe_tokenizer *t) { return t->eos; }
 bool fe_tokenizer_add_bos(const fe_tokenizer *t) { return t->add_bos && t->bos >= 0; }
@@ -30,6 +31,10 @@ const char *fe_tokenizer_piece(const fe_tokenizer *t, int32_t id, size_t *len) {
         *len = 0;
         return NULL;
     }
+    if (t->spm) { /* the text a SentencePiece token stands for (spm.h) */
+        *len = t->text_len[id];
+        return t->text_blob + t->text_off[id];
+    }
     *len = t->len[id];
     return t->blob + t->off[id];
 }
@@ -45,6 +50,8 @@ typedef struct enc {
     size_t sym_cap;
     fe_bpe_scratch bpe;
     fe_pretok_scratch pre;
+    fe_spm_scratch spm;
+    bool after_added; /* the start, or just after an added token (SentencePiece's prefix) */
     fe_error *err;
 } enc;
 
@@ -101,7 +108,14 @@ static fe_status on_piece(void *ctx, const char *s, size_t n) {
     return FE_OK;
 }
 
+static fe_status emit_id(void *ctx, int32_t id) { return emit(ctx, id); }
+
 static fe_status stretch(enc *e, const char *s, size_t n) {
+    if (e->t->spm) {
+        bool prefix = e->t->add_space_prefix && e->after_added;
+        e->after_added = false;
+        return n ? fe_spm_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err) : FE_OK;
+    }
     return fe_pretok_split(&e->t->pre, &e->pre, s, n, on_piece, e, e->err);
 }
 
@@ -132,6 +146,7 @@ static fe_status encode(enc *e, const char *text, size_t len, bool add_bos, bool
         if (st != FE_OK) return st;
     }
     if (fe_pretok_scratch_init(&t->pre, &e->pre) != FE_OK) return nomem(e);
+    e->after_added = true;
     size_t seg = 0, i = 0;
     fe_status st = FE_OK;
     while (i < len && st == FE_OK) {
@@ -146,6 +161,7 @@ static fe_status encode(enc *e, const char *text, size_t len, bool add_bos, bool
             while (end > seg && ascii_space(text[end - 1])) end--;
         st = stretch(e, text + seg, end - seg);
         if (st == FE_OK) st = emit(e, a->id);
+        e->after_added = true;
         i += a->len;
         if (a->rstrip)
             while (i < len && ascii_space(text[i])) i++;
@@ -159,6 +175,7 @@ static void enc_done(enc *e) {
     fe_free(e->sym);
     fe_bpe_scratch_deinit(&e->bpe);
     fe_pretok_scratch_deinit(&e->pre);
+    fe_spm_scratch_deinit(&e->spm);
 }
 
 fe_status fe_tokenizer_encode(const fe_tokenizer *t, const char *text, size_t len, bool add_bos,
@@ -207,8 +224,9 @@ fe_status fe_tokenizer_decode(const fe_tokenizer *t, const int32_t *ids, size_t 
             return fe_error_set(err, FE_E_BOUNDS,
                                 "tokenizer: ids[%zu] = %d is not a token (the vocabulary has %d)",
                                 i, (int)id, (int)t->n_vocab);
-        size_t k = t->len[id];
-        if (total < cap) memcpy(out + total, t->blob + t->off[id], k < cap - total ? k : cap - total);
+        size_t k;
+        const char *piece = fe_tokenizer_piece(t, id, &k);
+        if (total < cap) memcpy(out + total, piece, k < cap - total ? k : cap - total);
         total += k;
     }
     *len = total;

@@ -22,7 +22,11 @@
  * at once (each call allocates its own scratch, freed before it returns, proportional to the
  * text). fe_tokenizer_set_bos_eos is the one mutation: call it before sharing.
  *
- * Known limits: byte-level BPE only (no WordPiece, SentencePiece, Unigram yet); tokenizer.json
+ * SentencePiece BPE (GGUF tokenizer.ggml.model "llama": Gemma) takes step 2 and 3 from spm.h
+ * instead: spaces escaped to "▁", pieces merged by score, bytes falling back to <0xXX>
+ * tokens; its pieces decode with "▁" as a space and <0xXX> as the byte.
+ *
+ * Known limits: byte-level and SentencePiece BPE only (no WordPiece, Unigram yet); tokenizer.json
  * normalizers other than null, ByteLevel add_prefix_space, and Split behaviours other than
  * Isolated are refused (FE_E_UNSUPPORTED); model.unk_token is not used (a byte with no token
  * is dropped, as when it is null); an added token's lstrip/rstrip strip ASCII whitespace only
@@ -95,6 +99,29 @@ fe_bpe_spec fe_bpe_spec_default(void);
  * is the caller's (fe_tokenizer_destroy); on error it is NULL. */
 fe_status fe_tokenizer_create_bpe(const fe_bpe_spec *spec, fe_tokenizer **out, fe_error *err);
 
+/* Everything a SentencePiece BPE tokenizer (spm.h) is made of, as plain arrays (borrowed for
+ * the call only). Start from fe_spm_spec_default(). */
+typedef struct fe_spm_spec {
+    const char *const *tokens;  /* n_tokens pieces, raw UTF-8 with "▁" for a space, id = index */
+    const size_t *token_lens;   /* NULL: NUL-terminated */
+    const float *scores;        /* n_tokens scores: higher merges first */
+    const int32_t *token_types; /* NULL: all NORMAL. CONTROL and UNKNOWN tokens are special,
+                                   USER_DEFINED ones always matched in text; BYTE tokens
+                                   <0xXX> are the byte fallback */
+    int n_tokens;
+    int32_t bos_id, eos_id;     /* -1: none */
+    bool add_bos;               /* the model's wish (llama.cpp's default for these: yes) */
+    bool add_space_prefix;      /* a "▁" before the text and after each added token */
+} fe_spm_spec;
+
+/* Defaults: no tokens, no BOS/EOS, add_bos and add_space_prefix true (llama.cpp's). */
+fe_spm_spec fe_spm_spec_default(void);
+
+/* Builds a SentencePiece BPE tokenizer from arrays. FE_E_FORMAT (naming the token and the
+ * rule) for a non-finite score, an id twice, no scores, or BOS/EOS outside the vocabulary;
+ * FE_E_NOMEM. *out as for fe_tokenizer_create_bpe. */
+fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, fe_error *err);
+
 /* Loads a Hugging Face tokenizer.json (model type BPE with a ByteLevel pre-tokenizer, as
  * GPT-2, Llama 3 and SmolLM2 ship). BOS: the first special token of a TemplateProcessing
  * post-processor (add_bos then true); the EOS is not in tokenizer.json (-1: set it with
@@ -142,6 +169,8 @@ fe_status fe_tokenizer_set_bos_eos(fe_tokenizer *t, int32_t bos, int32_t eos);
 int32_t fe_tokenizer_find(const fe_tokenizer *t, const char *text, size_t len);
 /* A token's type; 0 when id is out of range. */
 fe_token_type fe_tokenizer_token_type(const fe_tokenizer *t, int32_t id);
+/* Whether t is a SentencePiece BPE tokenizer (spm.h: GGUF model "llama", Gemma). */
+bool fe_tokenizer_is_sentencepiece(const fe_tokenizer *t);
 /* A token's raw bytes (not NUL-terminated; may be a partial UTF-8 character) and their
  * count in *len; NULL (and *len 0) when id is out of range. Lives as long as t. */
 const char *fe_tokenizer_piece(const fe_tokenizer *t, int32_t id, size_t *len);

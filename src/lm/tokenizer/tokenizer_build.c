@@ -257,6 +257,10 @@ void fe_tokenizer_destroy(fe_tokenizer *t) {
     fe_bpe_merges_deinit(&t->merges);
     fe_free(t->added);
     fe_pretok_deinit(&t->pre);
+    fe_free(t->scores);
+    fe_free(t->text_blob);
+    fe_free(t->text_off);
+    fe_free(t->text_len);
     fe_free(t->tmp);
     fe_free(t);
 }

@@ -3,10 +3,14 @@
  * Reads model "gpt2" (byte-level BPE): tokens (byte-level text; CONTROL and USER_DEFINED
  * ones raw text, as llama.cpp's converter writes them), token_type, merges ("left right",
  * split at the first space after the first byte, as llama.cpp does), pre (the split chain,
- * pretokenize.h), bos/eos_token_id and add_bos_token. The strings are borrowed from the
- * mapping only during the call. */
+ * pretokenize.h), bos/eos_token_id and add_bos_token. And model "llama" (SentencePiece BPE,
+ * spm.h: Gemma, Llama 2): tokens (raw text with "▁"), scores, token_type (CONTROL and UNKNOWN
+ * tokens special, USER_DEFINED ones always matched, as llama.cpp's special-token partition
+ * treats them), add_space_prefix (default true, llama.cpp's), bos/eos and add_bos_token.
+ * The strings are borrowed from the mapping only during the call. */
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "lm/format/gguf.h"
 #include "lm/tokenizer/tokenizer_internal.h"
@@ -25,6 +29,60 @@ static fe_status opt_id(const fe_gguf *g, const char *key, int32_t n, int32_t *o
     return FE_OK;
 }
 
+/* SentencePiece BPE: pieces, scores and types into fe_tokenizer_create_spm (no merges) */
+static fe_status build_spm(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
+    const char *path = fe_gguf_path(g);
+    const fe_gguf_kv *tokens = fe_gguf_find(g, "tokenizer.ggml.tokens");
+    const fe_gguf_kv *types = fe_gguf_find(g, "tokenizer.ggml.token_type");
+    const fe_gguf_kv *scores = fe_gguf_find(g, "tokenizer.ggml.scores");
+    if (fe_gguf_array_type(tokens) != FE_GGUF_STRING)
+        return fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.tokens is missing or not an "
+                            "array of strings", path);
+    size_t n = fe_gguf_array_len(tokens);
+    if (n == 0 || n > FE_TOKENIZER_MAX_VOCAB)
+        return fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.tokens has %zu tokens; a "
+                            "vocabulary holds 1 to %d", path, n, FE_TOKENIZER_MAX_VOCAB);
+    if (fe_gguf_array_type(scores) != FE_GGUF_F32 || fe_gguf_array_len(scores) != n)
+        return fe_error_set(err, FE_E_FORMAT, "%s: a SentencePiece (\"llama\") tokenizer needs "
+                            "tokenizer.ggml.scores, one f32 per token (%zu); the file has %s", path,
+                            n, scores ? "another array" : "none");
+    if (types && fe_gguf_array_len(types) != n)
+        return fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.token_type has %zu entries for "
+                            "%zu tokens", path, fe_gguf_array_len(types), n);
+    fe_spm_spec spec = fe_spm_spec_default();
+    const char **strs = fe_malloc(n * sizeof *strs);
+    size_t *lens = fe_malloc(n * sizeof *lens);
+    float *sc = fe_malloc(n * sizeof *sc);
+    int32_t *ty = fe_malloc(n * sizeof *ty);
+    fe_status st = strs && lens && sc && ty ? FE_OK
+                   : fe_error_set(err, FE_E_NOMEM, "%s: out of memory for %zu tokens", path, n);
+    for (size_t i = 0; i < n && st == FE_OK; i++) {
+        strs[i] = fe_gguf_array_str(tokens, i, &lens[i]);
+        ty[i] = FE_TOKEN_NORMAL;
+        if (fe_gguf_array_f32(scores, i, &sc[i]) != FE_OK ||
+            (types && fe_gguf_array_i32(types, i, &ty[i]) != FE_OK))
+            st = fe_error_set(err, FE_E_FORMAT, "%s: token %zu's score or type is not a number",
+                              path, i);
+    }
+    const fe_gguf_kv *kv;
+    if (st == FE_OK && (kv = fe_gguf_find(g, "tokenizer.ggml.add_space_prefix")))
+        st = fe_gguf_get_bool(kv, &spec.add_space_prefix, err);
+    if (st == FE_OK && (kv = fe_gguf_find(g, "tokenizer.ggml.add_bos_token")))
+        st = fe_gguf_get_bool(kv, &spec.add_bos, err);
+    if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.bos_token_id", (int32_t)n, &spec.bos_id, err);
+    if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.eos_token_id", (int32_t)n, &spec.eos_id, err);
+    if (st == FE_OK) {
+        spec.tokens = strs, spec.token_lens = lens, spec.scores = sc, spec.token_types = ty;
+        spec.n_tokens = (int)n;
+        st = fe_tokenizer_create_spm(&spec, out, err);
+    }
+    fe_free(strs);
+    fe_free(lens);
+    fe_free(sc);
+    fe_free(ty);
+    return st;
+}
+
 static fe_status build(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
     const char *path = fe_gguf_path(g);
     const fe_gguf_kv *model = fe_gguf_find(g, "tokenizer.ggml.model");
@@ -35,10 +93,11 @@ static fe_status build(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
     size_t name_len;
     fe_status st = fe_gguf_get_str(model, &name, &name_len, err);
     if (st != FE_OK) return st;
+    if (name_len == 5 && memcmp(name, "llama", 5) == 0) return build_spm(g, out, err);
     if (name_len != 4 || memcmp(name, "gpt2", 4) != 0)
         return fe_error_set(err, FE_E_UNSUPPORTED,
                             "%s: tokenizer.ggml.model is \"%.*s\"; ferrum reads \"gpt2\" "
-                            "(byte-level BPE) tokenizers",
+                            "(byte-level BPE) and \"llama\" (SentencePiece BPE) tokenizers",
                             path, (int)(name_len > 32 ? 32 : name_len), name);
 
     const fe_gguf_kv *tokens = fe_gguf_find(g, "tokenizer.ggml.tokens");

@@ -16,6 +16,7 @@
 
 #include "lm/tokenizer/bpe.h"
 #include "lm/tokenizer/pretokenize.h"
+#include "lm/tokenizer/spm.h"
 #include "lm/tokenizer/tokenizer.h"
 
 struct fe_added_ref {
@@ -43,6 +44,15 @@ struct fe_tokenizer {
     bool ignore_merges; /* a piece that is itself a token is not merged (Llama 3) */
     bool add_bos;
     int32_t bos, eos;
+    /* SentencePiece BPE (spm.h) instead of byte-level BPE: pieces hold "▁" for spaces,
+     * stretches are encoded by scores, bytes fall back to the <0xXX> tokens in spm_byte */
+    bool spm;
+    bool add_space_prefix; /* spm: a "▁" before the first stretch and after added tokens */
+    float *scores;         /* spm: (n_vocab) piece scores */
+    int32_t spm_byte[256]; /* spm: the token of each byte, -1 when none */
+    char *text_blob;       /* spm: what each token decodes to ("▁" as a space, <0xXX> as the */
+    size_t *text_off;      /* byte), text_blob + text_off[id], text_len[id] bytes */
+    uint32_t *text_len;
     size_t max_piece;
     char *tmp; /* build-time scratch for converted strings */
     size_t tmp_cap;

@@ -1,6 +1,6 @@
 /* ops/gather/gather.c: Gather, rows of a table by ids (an embedding lookup): out[r] =
  * table[ids[r]] widened to f32, for the first rows ids. The table may be f32, bf16, f16 or a
- * GGUF block type (q8_0, q4_0, q4_1: D a multiple of 32); ids are i32, host- or graph-made.
+ * GGUF block type (q8_0, q4_0, q4_1, q5_0: D a multiple of 32; q4_k, q6_k: of 256); ids are i32, host- or graph-made.
  * check() refuses any id outside [0, V) among the first rows ids before any work; one that
  * gets past it (ids a graph step makes after the call was checked) makes its row NaN and is
  * never used to read. The reference is fe_dequant_row on each row; the kernels match it bit
@@ -16,7 +16,8 @@ FE_KERNELS(gather, 1, 8, 16);
 
 #define TABLE_DTYPES                                                                       \
     (FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) | FE_DT(FE_DTYPE_I32) | \
-     FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
+     FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1) |                     \
+     FE_DT(FE_DTYPE_Q5_0) | FE_DT(FE_DTYPE_Q4_K) | FE_DT(FE_DTYPE_Q6_K))
 
 static const fe_tunable_decl tunables[] = {
     [GATHER_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},
@@ -124,6 +125,10 @@ static const fe_case cases[] = {
     {.name = "q8_0", .dims = {5, 1024, 64, FE_DTYPE_Q8_0}, .n_dims = 3},
     {.name = "q4_0", .dims = {4, 1100, 96, FE_DTYPE_Q4_0}, .n_dims = 3},
     {.name = "q4_1", .dims = {9, 1024, 160, FE_DTYPE_Q4_1}, .n_dims = 3},
+    {.name = "q5_0", .dims = {5, 1024, 96, FE_DTYPE_Q5_0}, .n_dims = 3},
+    {.name = "q4_k", .dims = {5, 1024, 512, FE_DTYPE_Q4_K}, .n_dims = 3},
+    {.name = "q6_k", .dims = {7, 1024, 768, FE_DTYPE_Q6_K}, .n_dims = 3},
+    {.name = "wide_q6_k", .dims = {2, 1024, 2304, FE_DTYPE_Q6_K}, .n_dims = 3},
     {.name = "i32", .dims = {6, 1024, 3, FE_DTYPE_I32}, .n_dims = 3},
     {.name = "one_id_wide_bf16", .dims = {1, 1024, 1100, FE_DTYPE_BF16}, .n_dims = 3},
     {.name = "wide_f16", .dims = {2, 1024, 1061, FE_DTYPE_F16}, .n_dims = 3},
@@ -135,7 +140,7 @@ static const fe_case cases[] = {
 
 FE_OP_DEFINE(gather) {
     .name = "Gather",
-    .summary = "out[r] = table[ids[r]] as f32 (embedding lookup; f32/bf16/f16/q8_0/q4_0/q4_1 table)",
+    .summary = "out[r] = table[ids[r]] as f32 (embedding lookup; f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k table)",
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),
     .extents = extents, .n_extents = FE_COUNT(extents),

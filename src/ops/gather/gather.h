@@ -1,6 +1,6 @@
 /* ops/gather/gather.h: what Gather's declaration (gather.c) and kernels (kernels.inc) share.
  *
- * table (V, D) in f32, bf16, f16, q8_0, q4_0 or q4_1; ids (n) i32; out (n, D) f32: out row r
+ * table (V, D) in f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k or q6_k; ids (n) i32; out (n, D) f32: out row r
  * is table row ids[r], widened or dequantised exactly as fe_dequant_row does (so the result
  * is bit for bit the reference's). Extents V, D, n; per-call value "rows" (the first rows
  * ids; later out rows are untouched). Work items are (row, column block) pairs of
@@ -16,7 +16,8 @@ enum { GATHER_WIDTH, GATHER_CPI };             /* tunables */
 enum { GATHER_V, GATHER_D, GATHER_N };         /* extents */
 enum { GATHER_V_ROWS };                        /* per-call values */
 
-/* bytes of the first n elements of a row of dtype dt (n a multiple of 32 for block types) */
+/* bytes of the first n elements of a row of dtype dt (n a multiple of the block for block
+ * types) */
 static inline int64_t fe_gather_bytes(fe_dtype dt, int64_t n) {
     const fe_dtype_traits *t = fe_dtype_info(dt);
     return n / t->block * (int64_t)t->size;

@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "ops/gemm/gemm.h"
+#include "ops/kquant/kquant.h"
 #include "core/quant.h"
 #include "ops/gemv/gemv.h"
 
@@ -32,11 +33,13 @@ static const fe_param_decl params[] = {
                    "each product is of two bf16 values, exact, summed in f32 (vdpbf16ps where "
                    "the device has AVX512_BF16: twice the multiply-adds of an f32 FMA)"},
     [GM_P_INT8] = {"act_int8", FE_PARAM_BOOL, 0, 1, 0, NULL,
-                   "block b only (q8_0, q4_0, q4_1): a quantised per row and 32-block to int8 "
-                   "as GEMV's act_int8 quantises x (dx = max|a| / 127, round half to even), "
-                   "each block's dot an exact integer sum, scaled by d dx (q4_1: plus m dx "
-                   "times the block's int8 sum); against the f32 products within sum over blocks "
-                   "of dx / 2 sum |b| (each q within half a step of a)"},
+                   "block b only (q8_0, q4_0, q4_1, q5_0, q4_k, q6_k): a quantised per row and "
+                   "32-block (256-block for q4_k/q6_k, llama.cpp's q8_K) to int8 as GEMV's "
+                   "act_int8 quantises x (dx = max|a| / 127, round half to even), each block's "
+                   "dot an exact integer sum (per sub-block, times its scale), scaled by d dx "
+                   "(q4_1: plus m dx times the block's int8 sum; q4_k: minus dmin dx times the "
+                   "sub-blocks' mins and int8 sums); against the f32 products within sum over "
+                   "blocks of dx / 2 sum |b| (each q within half a step of a)"},
 };
 
 static const fe_tunable_decl tunables[] = {
@@ -74,7 +77,8 @@ static const fe_operand_decl operands[] = {
     [GM_A] = {"a", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2, .draw_lo = -1, .draw_hi = 1},
     [GM_B] = {"b", FE_IN,
               FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) |
-                  FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1),
+                  FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1) |
+                  FE_DT(FE_DTYPE_Q5_0) | FE_DT(FE_DTYPE_Q4_K) | FE_DT(FE_DTYPE_Q6_K),
               2, 2, .draw_lo = -1, .draw_hi = 1},
     [GM_BIAS] = {"bias", FE_IN, FE_DT(FE_DTYPE_F32), 1, 1, .optional = true, .draw_lo = -1,
                  .draw_hi = 1},
@@ -125,8 +129,8 @@ static fe_status infer(fe_op_ctx *c) {
         return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 (products of two bf16 "
                             "values); b is %s: set act_bf16 = 0, or store b as bf16", bt->name);
     if (c->params[GM_P_INT8] != 0 && bt->block <= 1)
-        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs b in 32-element blocks (q8_0, "
-                            "q4_0 or q4_1: integer dot products per block); b is %s: set "
+        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs b in blocks (q8_0, q4_0, q4_1, "
+                            "q5_0, q4_k or q6_k: integer dot products per block); b is %s: set "
                             "act_int8 = 0, or quantise b", bt->name);
     if (c->params[GM_P_CMIN] > c->params[GM_P_CMAX])
         return fe_op_refuse(c, FE_E_INVALID, "clamp_min = %g is above clamp_max = %g: give "
@@ -238,6 +242,23 @@ static void reference_int8(const fe_args *args, const fe_design *d) {
     float *C = args->t[GM_C].data;
     const int64_t words = gm_i8_row_words(K), kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
     uint32_t *q = fe_malloc((size_t)words * 4);
+    if (fe_kq_serves(dt)) { /* q5_0 / q4_k / q6_k: kquant.h's quantisation and reference dot */
+        const int xb = fe_kq_xblock(dt);
+        const int64_t kx = (k + xb - 1) / xb * xb;
+        int8_t *q8 = (int8_t *)q;
+        float *dx = q ? (float *)q + K / 4 : NULL;
+        int16_t *bs = q ? (int16_t *)(dx + K / 32) : NULL;
+        for (int64_t m = 0; m < rows; m++) {
+            if (q) fe_kq_quant_x_bounded((const float *)args->t[GM_A].data + m * K, K, k, xb, q8, dx, bs);
+            for (int64_t n = 0; n < N; n++)
+                C[m * N + n] = q ? epilogue_ref(args, d, m * N + n, n,
+                                                (float)fe_kq_dot_int8_ref(dt, B + n * row_bytes,
+                                                                          q8, dx, bs, kx))
+                                 : NAN;
+        }
+        fe_free(q);
+        return;
+    }
     for (int64_t m = 0; m < rows; m++) {
         if (q) gm_i8_quant_rows(args->t[GM_A].data, K, m, m + 1, k, 0, fe_gemv_quant_x, q);
         for (int64_t n = 0; n < N; n++)
@@ -379,6 +400,16 @@ static const fe_case cases[] = {
     {.name = "q8_0/odd", SHAPE(7, 33, 96), .absent = PLAIN},
     {.name = "q4_0/odd", SHAPE(7, 33, 128), .absent = PLAIN},
     {.name = "q4_1/odd", SHAPE(7, 33, 64), .absent = PLAIN},
+    {.name = "q5_0/odd", SHAPE(7, 33, 160), .absent = PLAIN},
+    {.name = "q4_k/odd", SHAPE(7, 33, 512), .absent = PLAIN},
+    {.name = "q6_k/odd", SHAPE(9, 21, 768), .absent = PLAIN},
+    {.name = "q4_k/kc_256", SHAPE(5, 40, 1024), .absent = PLAIN,
+     .tunables = {{"KC", 192}}, .n_tunables = 1}, /* KC rounds up to one super-block */
+    {.name = "q6_k/all", SHAPE(6, 24, 512)},
+    {.name = "q5_0/int8", SHAPE(7, 33, 640), I8, .absent = PLAIN},
+    {.name = "q4_k/int8", SHAPE(9, 37, 1024), I8, .absent = PLAIN},
+    {.name = "q6_k/int8", SHAPE(5, 21, 512), I8},
+    {.name = "q4_k/int8_rows_1", SHAPE(1, 50, 256), I8, .absent = PLAIN},
     {.name = "f32/bias", SHAPE(6, 50, 70), .absent = NO_RES},
     {.name = "f32/residual", SHAPE(6, 50, 70), .absent = NO_BIAS},
     {.name = "f32/silu", SHAPE(6, 50, 70), .params = {{"activation", GM_ACT_SILU}},

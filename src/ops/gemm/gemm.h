@@ -81,6 +81,11 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 
 /* KC choices are multiples of this (one quant block), so K blocks start on block bounds. */
 #define GM_KSTEP 32
+/* ... and for B in 256-element super-blocks (q4_k, q6_k) K blocks are whole super-blocks. */
+static inline int64_t gm_kstep(fe_dtype bdt) {
+    int blk = fe_dtype_info(bdt)->block;
+    return blk > GM_KSTEP ? blk : GM_KSTEP;
+}
 
 typedef struct gm_plan {
     int mr, nr;            /* the ISA's micro-tile (GM_MR_ROWS x GM_NR_ROWS for rows) */

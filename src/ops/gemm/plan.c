@@ -63,8 +63,9 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
         if (ceil_div(np, wn) > widest) widest = ceil_div(np, wn);
     }
     p->nc = min64(p->nc, widest * p->nr);
-    p->kb = round_up(d->tunables[GM_KC], GM_KSTEP);
-    p->kc = min64(round_up(p->kb + p->kb / 4, GM_KSTEP), round_up(K, GM_KSTEP));
+    const int64_t ks = gm_kstep(d->dtypes[GM_B]);
+    p->kb = round_up(d->tunables[GM_KC], ks);
+    p->kc = min64(round_up(p->kb + p->kb / 4, ks), round_up(K, ks));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
     if (p->i8) { /* every row of A quantised (a worker may have them all); int8 B panels */
         p->ap = round_up(M, p->mr) * gm_i8_row_words(round_up(K, GM_KSTEP));

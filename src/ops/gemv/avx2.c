@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops/gemv/gemv.h"
+#include "ops/kquant/kquant.h"
 #include "core/quant.h"
 
 #define GEMV_ISA FE_ISA_AVX2
@@ -416,6 +417,14 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
         break;
     case FE_DTYPE_Q4_0: dot_q4_any(s, w, rs, nr, x, out, 0); break;
     case FE_DTYPE_Q4_1: dot_q4_any(s, w, rs, nr, x, out, 1); break;
+    case FE_DTYPE_Q5_0:
+    case FE_DTYPE_Q4_K:
+    case FE_DTYPE_Q6_K: /* the kquant family's row kernels, one row at a time */
+        for (int i = 0; i < nr; i++)
+            out[i] = s->i8 != GEMV_I8_NONE
+                         ? fe_kq_dot_int8_avx2(s->dt, w + (size_t)i * rs, x->q8, x->dx, x->bsums, K)
+                         : fe_kq_dot_f32_avx2(s->dt, w + (size_t)i * rs, x->xf, K);
+        break;
     default: break;
     }
 }

@@ -1,5 +1,5 @@
 /* ops/gemv/gemv.c: the GEMV declaration: y = W·x with W (N, K) or (G, N, K) in f32, bf16,
- * f16, q8_0, q4_0 or q4_1, x (B, K) f32, y (B, N) f32; optional rmsnorm prologue, silu /
+ * f16, q8_0, q4_0, q4_1, q5_0, q4_k or q6_k, x (B, K) f32, y (B, N) f32; optional rmsnorm prologue, silu /
  * swiglu / residual epilogue, grouped matrices (repeat) and int8 activations (act_int8, the
  * block dtypes). Params, tunables, operands, infer (every inconsistent combination refused),
  * resolve, cost, workspace, test cases. Kernels: scalar.c, avx2.c, avx512.c; reference:
@@ -9,12 +9,13 @@
 
 #include "ops/gemv/gemv.h"
 
-static const char *const epilogues[] = {"none", "silu", "swiglu", "residual", NULL};
+static const char *const epilogues[] = {"none", "silu", "swiglu", "residual", "geglu", NULL};
 static const char *const prologues[] = {"none", "rmsnorm", NULL};
 
 static const fe_param_decl params[] = {
     [GEMV_EPI] = {"epilogue", FE_PARAM_CHOICE, GEMV_EPI_NONE, 1, 0, epilogues,
                   "none: y = W·x; silu: y = silu(W·x); swiglu: y = silu(W·x) * (Up·x), needs "
+                  "up (geglu: gelu_tanh(W·x) * (Up·x), Gemma's, likewise); "
                   "up; residual: y = W·x + residual, needs residual"},
     [GEMV_PRO] = {"prologue", FE_PARAM_CHOICE, GEMV_PRO_NONE, 1, 0, prologues,
                   "rmsnorm: x is first normalised, x / sqrt(mean(x^2) + eps) * norm_weight "
@@ -25,9 +26,11 @@ static const fe_param_decl params[] = {
                      "with W (G, N, K): B = G * repeat and x row b uses W[b / repeat] (one "
                      "matrix serving consecutive batches, e.g. grouped-query attention)"},
     [GEMV_INT8] = {"act_int8", FE_PARAM_BOOL, 0, 1, 0, NULL,
-                   "block dtypes (q8_0, q4_0, q4_1): x quantised per 32-block to int8 (dx = "
-                   "amax / 127, round half even) and dotted in exact integers per block, "
-                   "scaled by d dx (q4_1: plus m dx times the block's int8 sum)"},
+                   "block dtypes (q8_0, q4_0, q4_1, q5_0; q4_k, q6_k): x quantised per 32-block "
+                   "(per 256-block for q4_k/q6_k, llama.cpp's q8_K) to int8 (dx = amax / 127, "
+                   "round half even) and dotted in exact integers per block (per sub-block, "
+                   "times its scale), scaled by d dx (q4_1: plus m dx times the block's int8 "
+                   "sum; q4_k: minus dmin dx times each sub-block's min and int8 sum)"},
 };
 
 static const fe_tunable_decl tunables[] = {
@@ -51,9 +54,12 @@ static const fe_tunable_decl tunables[] = {
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
     (FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_BF16) | FE_DT(FE_DTYPE_F16) |                   \
-     FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
+     FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1) |                 \
+     FE_DT(FE_DTYPE_Q5_0) | FE_DT(FE_DTYPE_Q4_K) | FE_DT(FE_DTYPE_Q6_K))
 
-#define GEMV_INT8_DTYPES (FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1))
+#define GEMV_INT8_DTYPES                                                                   \
+    (FE_DT(FE_DTYPE_Q8_0) | FE_DT(FE_DTYPE_Q4_0) | FE_DT(FE_DTYPE_Q4_1) |                 \
+     FE_DT(FE_DTYPE_Q5_0) | FE_DT(FE_DTYPE_Q4_K) | FE_DT(FE_DTYPE_Q6_K))
 
 static const fe_operand_decl operands[] = {
     [GEMV_W] = {"w", FE_IN, GEMV_WEIGHT_DTYPES, 2, 3},
@@ -84,10 +90,11 @@ static fe_status infer(fe_op_ctx *c) {
     bool grouped = w->rank == 3;
     int64_t G = grouped ? w->shape[0] : 1, N = w->shape[w->rank - 2], K = w->shape[w->rank - 1];
     int64_t B = x->shape[0];
-    if (fe_dtype_info(w->dtype)->block > 1 && K % 32 != 0)
-        return fe_op_refuse(c, FE_E_SHAPE, "w is %s with K = %lld columns; block dtypes need K "
-                            "a multiple of 32: quantise rows padded to a multiple of 32", dt,
-                            (long long)K);
+    const int blk = fe_dtype_info(w->dtype)->block;
+    if (blk > 1 && K % blk != 0)
+        return fe_op_refuse(c, FE_E_SHAPE, "w is %s with K = %lld columns; %s needs K a "
+                            "multiple of its block of %d: quantise rows padded to a multiple of "
+                            "%d", dt, (long long)K, dt, blk, blk);
     if (x->shape[1] != K)
         return fe_op_refuse(c, FE_E_SHAPE, "x must be (B, K) with K = %lld, w's last axis; it "
                             "is (%lld, %lld): give x one row of K values per batch",
@@ -106,13 +113,13 @@ static fe_status infer(fe_op_ctx *c) {
                             "%lld): give a (B, N) f32 output", (long long)B, (long long)N,
                             (long long)y->shape[0], (long long)y->shape[1]);
     bool has_up = c->present[GEMV_UP], has_res = c->present[GEMV_RES];
-    if (has_up && epi != GEMV_EPI_SWIGLU)
+    if (has_up && !fe_gemv_epi_gated(epi))
         return fe_op_refuse(c, FE_E_INVALID, "up is given but epilogue is %s: up is read only "
-                            "by epilogue swiglu; set epilogue = swiglu or leave up absent",
+                            "by epilogues swiglu and geglu; set one or leave up absent",
                             epilogues[epi]);
-    if (!has_up && epi == GEMV_EPI_SWIGLU)
-        return fe_op_refuse(c, FE_E_INVALID, "epilogue swiglu needs up (the paired up matrix, "
-                            "shaped and typed like w): give it");
+    if (!has_up && fe_gemv_epi_gated(epi))
+        return fe_op_refuse(c, FE_E_INVALID, "epilogue %s needs up (the paired up matrix, "
+                            "shaped and typed like w): give it", epilogues[epi]);
     if (has_up) {
         fe_status st = fe_op_same_shape(c, GEMV_W, GEMV_UP);
         if (st == FE_OK) st = fe_op_same_dtype(c, GEMV_W, GEMV_UP);
@@ -140,9 +147,9 @@ static fe_status infer(fe_op_ctx *c) {
                                 (long long)c->operands[GEMV_NW].shape[0]);
     }
     if (c->params[GEMV_INT8] != 0 && !(FE_DT(w->dtype) & GEMV_INT8_DTYPES))
-        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs block weights (q8_0, q4_0 or "
-                            "q4_1: integer dot products per 32-block); w is %s: set act_int8 "
-                            "= 0", dt);
+        return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs block weights (q8_0, q4_0, "
+                            "q4_1, q5_0, q4_k or q6_k: integer dot products per block); w is "
+                            "%s: set act_int8 = 0", dt);
     c->ext[GEMV_B] = B;
     c->ext[GEMV_N] = N;
     c->ext[GEMV_K] = K;
@@ -165,7 +172,7 @@ static fe_status infer(fe_op_ctx *c) {
  * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site. */
 static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
-        bool swiglu = c->params[GEMV_EPI] == GEMV_EPI_SWIGLU;
+        bool swiglu = fe_gemv_epi_gated((int)c->params[GEMV_EPI]);
         bool blocks = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1;
         bool int8 = c->params[GEMV_INT8] != 0;
         c->tunables[GEMV_RPS] = blocks ? (int8 && swiglu ? 2 : 4) : swiglu ? 1 : 2;
@@ -192,7 +199,7 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
                       : (bb > 0 ? 1.0 : 0.0);
     double nmat = d->present[GEMV_UP] ? 2.0 : 1.0;
     double wbytes = mats * rows * (double)fe_dtype_bytes(d->dtypes[GEMV_W], a->ext[GEMV_K]);
-    static const double epi_flops[] = {0, 4, 5, 1};
+    static const double epi_flops[] = {0, 4, 5, 1, 20};
     out->flops = 2.0 * rows * K * bb * nmat + epi_flops[epi] * rows * bb +
                  (d->params[GEMV_PRO] != 0 ? 3.0 * K * bb : 0.0);
     out->bytes = nmat * wbytes + bb * K * 4.0 + bb * rows * 4.0 +
@@ -239,7 +246,7 @@ static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
     out[GEMV_W] = grouped ? fe_tensor_contiguous(NULL, dt, 3, w3)
                           : fe_tensor_contiguous(NULL, dt, 2, w3 + 1);
     out[GEMV_X] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, x2);
-    if (epi == GEMV_EPI_SWIGLU) out[GEMV_UP] = out[GEMV_W];
+    if (fe_gemv_epi_gated(epi)) out[GEMV_UP] = out[GEMV_W];
     if (epi == GEMV_EPI_RESIDUAL) out[GEMV_RES] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, y2);
     if (pro == GEMV_PRO_RMSNORM && !(c->absent & (1u << GEMV_NW)))
         out[GEMV_NW] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 1, &K);
@@ -260,6 +267,28 @@ static const fe_case cases[] = {
     {.name = "f16/k47", .dims = {1, 19, 47}, .n_dims = 3},
     {.name = "q8_0/small", .dims = {1, 64, 256}, .n_dims = 3},
     {.name = "q4_0/small", .dims = {1, 50, 224}, .n_dims = 3},
+    {.name = "q5_0/small", .dims = {2, 45, 160}, .n_dims = 3},
+    {.name = "q4_k/small", .dims = {3, 37, 512}, .n_dims = 3},
+    {.name = "q6_k/small", .dims = {2, 33, 768}, .n_dims = 3},
+    {.name = "q4_k/swiglu", .dims = {2, 21, 256}, .n_dims = 3, .lo = -1, .hi = 1,
+     P1("epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "f32/geglu", .dims = {2, 37, 64}, .n_dims = 3, .lo = -2, .hi = 2,
+     P1("epilogue", GEMV_EPI_GEGLU)},
+    {.name = "q5_0/geglu_rmsnorm", .dims = {1, 40, 640}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("epilogue", GEMV_EPI_GEGLU, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q5_0/int8_geglu", .dims = {1, 33, 640}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_GEGLU)},
+    {.name = "q6_k/residual_rmsnorm", .dims = {1, 40, 512}, .n_dims = 3,
+     P2("epilogue", GEMV_EPI_RESIDUAL, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q5_0/int8", .dims = {3, 33, 640}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_k/int8", .dims = {2, 45, 1024}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q6_k/int8", .dims = {3, 37, 2048}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_k/int8_swiglu", .dims = {1, 21, 512}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q6_k/int8_rmsnorm", .dims = {2, 19, 256}, .n_dims = 3,
+     P2("act_int8", 1, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q6_k/int8_grouped", .dims = {4, 17, 256}, .n_dims = 3,
+     P2("act_int8", 1, "repeat", 2)},
     {.name = "q4_1/small", .dims = {3, 45, 160}, .n_dims = 3},
     {.name = "f32/silu", .dims = {1, 30, 64}, .n_dims = 3, P1("epilogue", GEMV_EPI_SILU)},
     {.name = "bf16/swiglu", .dims = {1, 48, 128}, .n_dims = 3, .lo = -1, .hi = 1,
@@ -325,6 +354,10 @@ static const fe_case cases[] = {
     {.name = "q8_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q4_1/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q4_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q4_k/2048x8192", BIG(2048, 8192)},
+    {.name = "q6_k/2048x8192", BIG(2048, 8192)},
+    {.name = "q4_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q6_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
 };
 
 FE_KERNELS(gemv, 4, 16, 32);
@@ -339,8 +372,8 @@ static void shape_out(fe_op_ctx *c) {
 
 FE_OP_DEFINE(gemv) {
     .name = "GEMV",
-    .summary = "y = W·x, W (N, K) or (G, N, K) in f32/bf16/f16/q8_0/q4_0/q4_1, x (B, K) f32; "
-               "rmsnorm prologue, silu/swiglu/residual epilogue",
+    .summary = "y = W·x, W (N, K) or (G, N, K) in f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k, x (B, K) f32; "
+               "rmsnorm prologue, silu/swiglu/geglu/residual epilogue",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),

@@ -2,12 +2,17 @@
  * (shared.c) and its per-ISA kernels (scalar.c, avx2.c, avx512.c over driver.inc) share.
  *
  * GEMV is y = W·x with W as a checkpoint stores it: (N, K) row-major, or (G, N, K) with
- * batch b using W[b / repeat]; dtypes f32, bf16, f16, q8_0, q4_0, q4_1; x (B, K) f32;
- * y (B, N) f32. An rmsnorm prologue normalises x first; an epilogue applies silu, swiglu
+ * batch b using W[b / repeat]; dtypes f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k
+ * (the last three through the kquant family's row kernels, ops/kquant); x (B, K) f32;
+ * y (B, N) f32. An rmsnorm prologue normalises x first; an epilogue applies silu, swiglu or
+ * geglu (GELU tanh form; Gemma)
  * (with the paired Up matrix) or adds a residual. With act_int8 (block dtypes: q8_0, q4_0,
  * q4_1) x is quantised per 32-block to int8 (x ~ dx * xq) and each block's dot is exact
  * integer sums, then scaled: d dx sum(wq xq) for q8_0; d dx sum((q - 8) xq) for q4_0;
- * d dx sum(q xq) + m dx sum(xq) for q4_1 (q the nibbles 0..15, as llama.cpp's Q4_1 x Q8_1).
+ * d dx sum(q xq) + m dx sum(xq) for q4_1 (q the nibbles 0..15, as llama.cpp's Q4_1 x Q8_1);
+ * q5_0 as q4_0 with 5-bit q - 16; q4_k and q6_k take x per 256-block (llama.cpp's Q8_K, with
+ * the sums of each 16 int8) and scale each sub-block's integer sum by its own scale
+ * (kquant.h).
  *
  * Workers split the bounded rows (never K), so no reduction crosses workers. Each worker
  * prepares x ("x prep": normalised, laid out for the ISA's bf16 widening, quantised) for up
@@ -24,7 +29,9 @@
 
 enum { GEMV_W, GEMV_X, GEMV_UP, GEMV_RES, GEMV_NW, GEMV_Y };           /* operands */
 enum { GEMV_EPI, GEMV_PRO, GEMV_EPS, GEMV_REPEAT, GEMV_INT8 };          /* params */
-enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL };
+enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL, GEMV_EPI_GEGLU };
+/* the epilogues that read up (the paired matrix) */
+static inline bool fe_gemv_epi_gated(int epi) { return epi == GEMV_EPI_SWIGLU || epi == GEMV_EPI_GEGLU; }
 enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
 enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF };                      /* tunables */
 enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
@@ -62,7 +69,9 @@ void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s);
  *         scale), both for VNNI;
  *   q4_0, q4_1  dxs: per block (dx, dx * sum of its q8), the scales of d's term and of
  *         m's (q4_1); for q4_0 also ncorr: -8 times each group of 4 q8 (as laid out)
- *         summed, the nibbles' offset, preset in the integer sums. */
+ *         summed, the nibbles' offset, preset in the integer sums;
+ *   q5_0, q4_k, q6_k  q8 and dx as fe_kq_quant_x makes them (dx per 32-block for q5_0, per
+ *         256 for the K types) and bsums (the sums of each 16 q8, in ncorr's space). */
 typedef struct gemv_x {
     const float *xf;
     const int8_t *q8;
@@ -71,6 +80,7 @@ typedef struct gemv_x {
     const int32_t *ncorr;
     const float *dx16;
     const float *dxs;
+    const int16_t *bsums;
 } gemv_x;
 
 /* Workspace: per worker, `chunk` batch slots of prepared x, then (scalar kernel) dequantised
@@ -99,6 +109,8 @@ static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
     switch (epi) {
     case GEMV_EPI_SILU: return a / (1.0f + expf(-a));
     case GEMV_EPI_SWIGLU: return a / (1.0f + expf(-a)) * u;
+    case GEMV_EPI_GEGLU: /* GELU, tanh form, of a, times u */
+        return 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a))) * u;
     case GEMV_EPI_RESIDUAL: return a + r;
     default: return a;
     }

@@ -4,6 +4,7 @@
  * q4_1) dotted block by block in exact int32 sums, scaled in double (fe_gemv_dot_int8, the
  * reference's own). The driver is driver.inc. */
 #include "ops/gemv/gemv.h"
+#include "ops/kquant/kquant.h"
 #include "core/quant.h"
 
 #define GEMV_ISA FE_ISA_SCALAR
@@ -29,7 +30,11 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t stride,
                      const gemv_x *x, float *rowbuf, float *out) {
     for (int i = 0; i < nr; i++) {
         const unsigned char *row = w + (size_t)i * stride;
-        if (s->i8 != GEMV_I8_NONE) {
+        if (fe_kq_serves(s->dt)) {
+            out[i] = s->i8 != GEMV_I8_NONE
+                         ? fe_kq_dot_int8_scalar(s->dt, row, x->q8, x->dx, x->bsums, s->K)
+                         : fe_kq_dot_f32_scalar(s->dt, row, x->xf, s->K);
+        } else if (s->i8 != GEMV_I8_NONE) {
             out[i] = (float)fe_gemv_dot_int8(s->dt, row, x->q8, x->dx, s->K);
         } else if (s->dt == FE_DTYPE_F32) {
             out[i] = dot_f32((const float *)row, x->xf, s->K);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/gemv/gemv.h"
+#include "ops/kquant/kquant.h"
 #include "core/quant.h"
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -71,6 +72,7 @@ void fe_gemv_slot_layout(const gemv_shape *s, fe_isa isa, unsigned char *p, gemv
         x->q8 = (const int8_t *)p;
         p += kp;
         x->ncorr = (const int32_t *)p;
+        x->bsums = (const int16_t *)p; /* kquant dtypes only, which read no ncorr */
         p += kp;
         x->dx16 = (const float *)p;
         p += kp;
@@ -161,7 +163,9 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
     double *xd = malloc((size_t)K * 8);
     int8_t *q = malloc((size_t)K);
     float *dx = malloc((size_t)(K / 32 + 1) * 4);
-    bool ok = row && urow && xn && xd && q && dx;
+    int16_t *bsums = malloc((size_t)(K / 16 + 1) * 2);
+    const bool kq = fe_kq_serves(s.dt);
+    bool ok = row && urow && xn && xd && q && dx && bsums;
     for (int64_t b = 0; b < s.batches; b++) {
         const float *x = X + b * K;
         int64_t g = grouped ? b / s.repeat : 0;
@@ -172,7 +176,8 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
         if (s.i8 != GEMV_I8_NONE) {
             if (s.pro == GEMV_PRO_RMSNORM) fe_gemv_rmsnorm_x(x, nw, K, d->params[GEMV_EPS], xn);
             else memcpy(xn, x, (size_t)K * 4);
-            fe_gemv_quant_x(xn, K, q, dx);
+            if (kq) fe_kq_quant_x(xn, K, fe_kq_xblock(s.dt), q, dx, bsums);
+            else fe_gemv_quant_x(xn, K, q, dx);
         } else if (s.pro == GEMV_PRO_RMSNORM) {
             double ss = 0;
             for (int64_t j = 0; j < K; j++) ss += (double)x[j] * x[j];
@@ -184,7 +189,10 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
         for (int64_t r = 0; r < s.rows; r++) {
             size_t off = (size_t)g * s.ms + (size_t)r * s.rs;
             double acc = 0, up = 0;
-            if (s.i8 != GEMV_I8_NONE) {
+            if (s.i8 != GEMV_I8_NONE && kq) {
+                acc = (float)fe_kq_dot_int8_ref(s.dt, W + off, q, dx, bsums, K);
+                if (U) up = (float)fe_kq_dot_int8_ref(s.dt, U + off, q, dx, bsums, K);
+            } else if (s.i8 != GEMV_I8_NONE) {
                 acc = fe_gemv_dot_int8(s.dt, W + off, q, dx, K);
                 if (U) up = fe_gemv_dot_int8(s.dt, U + off, q, dx, K);
             } else {
@@ -199,6 +207,9 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
             switch (s.epi) {
             case GEMV_EPI_SILU: y = acc / (1.0 + exp(-acc)); break;
             case GEMV_EPI_SWIGLU: y = acc / (1.0 + exp(-acc)) * up; break;
+            case GEMV_EPI_GEGLU:
+                y = 0.5 * acc * (1.0 + tanh(sqrt(2.0 / M_PI) * (acc + 0.044715 * acc * acc * acc))) * up;
+                break;
             case GEMV_EPI_RESIDUAL: y = acc + R[b * N + r]; break;
             default: break;
             }
@@ -211,4 +222,5 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
     free(xd);
     free(q);
     free(dx);
+    free(bsums);
 }
