@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 enum { PEAK_REPEATS = 16 };
 
@@ -131,6 +132,18 @@ static int cmp_d(const void *a, const void *b) {
 
 /* Best and median G-ops/s of `repeats` dispatches of fn on every worker, ops_per_iter
  * operations per loop iteration and worker. */
+static bool cpu_clock; /* fe_peak_cpu_time */
+
+void fe_peak_cpu_time(bool on) { cpu_clock = on; }
+
+/* seconds on the wall clock, or (fe_peak_cpu_time) of this process's CPU time */
+double fe_peak_clock_s(void) {
+    if (!cpu_clock) return (double)fe_time_ns() * 1e-9;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void measure(fe_device *dev, void (*fn)(void *, int, int), double ops_per_iter,
                     int repeats, double *best, double *median) {
     const fe_device_info *info = fe_device_get_info(dev);
@@ -142,9 +155,11 @@ static void measure(fe_device *dev, void (*fn)(void *, int, int), double ops_per
     if (repeats > PEAK_REPEATS) repeats = PEAK_REPEATS;
     if (repeats < 1) repeats = 1;
     for (int r = 0; r < repeats; r++) {
-        uint64_t t0 = fe_time_ns();
+        const double t0 = fe_peak_clock_s();
         fe_device_dispatch(dev, &step, 1);
-        double s = (double)(fe_time_ns() - t0) * 1e-9;
+        /* CPU time: all workers' seconds together, so a worker's rate is ops / s and the
+         * pool's that times the workers */
+        const double s = (fe_peak_clock_s() - t0) / (cpu_clock ? info->n_workers : 1);
         g[r] = ops_per_iter * (double)c.iters * info->n_workers / s / 1e9;
     }
     qsort(g, (size_t)repeats, sizeof *g, cmp_d);
