@@ -73,12 +73,8 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 /* act_int8 (int8.inc): rows of A x columns of C per register block: AVX-512 12 f32 and 12
  * int32 accumulators, two B vectors, one A broadcast; AVX2 4 + 4, one B vector, |B|, the
  * broadcast, ones. The scalar kernel dots B's rows as stored, in the scalar tile. */
-#ifndef GM_MR_I8_AVX512
 #define GM_MR_I8_AVX512 6
-#endif
-#ifndef GM_NR_I8_AVX512
 #define GM_NR_I8_AVX512 32
-#endif
 #define GM_MR_I8_AVX2 4
 #define GM_NR_I8_AVX2 8
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
