@@ -42,6 +42,11 @@ study_exec_stats study_exec_get_stats(const study_exec *e) {
     return e->off ? study_offload_stats(e->off) : study_graph_layer_stats(e->g);
 }
 
+int study_exec_write_designs(const study_exec *e, FILE *out) {
+    return e->off ? study_offload_write_designs(e->off, out)
+                  : study_graph_layer_write_designs(e->g, out);
+}
+
 void study_exec_destroy(study_exec *e) {
     if (!e) return;
     study_offload_destroy(e->off);

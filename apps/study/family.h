@@ -35,7 +35,8 @@ typedef struct study_shape {
 
 int study_family_count(void);
 const study_family *study_family_at(int i);
-/* NULL when there is no family of that name. */
+/* NULL when there is no family of that name; also finds "tiny_32" (hidden 32, FFN 64, 4
+ * heads), the tests' family, which is not one of the six. */
 const study_family *study_family_find(const char *name);
 
 const char *study_kind_name(study_kind k);   /* "bert", "gpt2" */

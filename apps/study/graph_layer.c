@@ -202,6 +202,40 @@ study_exec_stats study_graph_layer_stats(const study_graph_layer *L) {
                               .designs = -1, .arena_bytes = gs.arena_bytes};
 }
 
+/* the steps' boxes of fe_graph_dot: label="<step>\n<isa>, width <W>\nkey <16 hex>" */
+int study_graph_layer_write_designs(const study_graph_layer *L, FILE *out) {
+    char *dot = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&dot, &n);
+    if (!mem) return -1;
+    fe_status st = fe_graph_dot(L->g, mem);
+    fclose(mem);
+    if (st != FE_OK) {
+        free(dot);
+        return -1;
+    }
+    enum { MAX_KEYS = 256 };
+    unsigned long long keys[MAX_KEYS];
+    int distinct = 0;
+    for (char *line = strtok(dot, "\n"); line; line = strtok(NULL, "\n")) {
+        char *lab = strstr(line, "shape=box, style=rounded, label=\"");
+        if (!lab) continue;
+        lab += strlen("shape=box, style=rounded, label=\"");
+        char step[128], isa[16];
+        int width = 0;
+        unsigned long long key = 0;
+        if (sscanf(lab, "%127[^\\]\\n%15[^,], width %d\\nkey %llx", step, isa, &width, &key) != 4)
+            continue;
+        fprintf(out, "%s %s %s width %d key %016llx\n", study_mode_name(L->mode), step, isa,
+                width, key);
+        bool seen = false;
+        for (int i = 0; i < distinct; i++) seen = seen || keys[i] == key;
+        if (!seen && distinct < MAX_KEYS) keys[distinct++] = key;
+    }
+    free(dot);
+    return distinct;
+}
+
 void study_graph_layer_destroy(study_graph_layer *L) {
     if (!L) return;
     fe_graph_destroy(L->g);

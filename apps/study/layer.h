@@ -15,6 +15,7 @@
 #define FE_STUDY_LAYER_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "family.h"
 #include "ferrum/graph.h"
@@ -57,6 +58,10 @@ study_exec *study_exec_create(fe_device *dev, const study_weights *w, study_mode
 /* y = layer(x); x and y are (seq, hidden) host buffers. false and msg on error. */
 bool study_exec_run(study_exec *e, const float *x, float *y, char *msg, size_t msg_n);
 study_exec_stats study_exec_get_stats(const study_exec *e);
+/* Writes one line per kernel step, "<mode> <step label> <isa> width <W> key <design key>",
+ * and returns the number of distinct design keys. The graph modes read them from the graph's
+ * DOT (fe_graph_dot: the public view of a compiled plan). -1 on error. */
+int study_exec_write_designs(const study_exec *e, FILE *out);
 void study_exec_destroy(study_exec *e);
 
 /* The two executors behind study_exec (offload.c, graph_layer.c). */
@@ -65,6 +70,7 @@ study_offload *study_offload_create(fe_device *dev, const study_weights *w, char
                                     size_t msg_n);
 bool study_offload_run(study_offload *o, const float *x, float *y, char *msg, size_t msg_n);
 study_exec_stats study_offload_stats(const study_offload *o);
+int study_offload_write_designs(const study_offload *o, FILE *out);
 void study_offload_destroy(study_offload *o);
 
 typedef struct study_graph_layer study_graph_layer;
@@ -74,6 +80,7 @@ study_graph_layer *study_graph_layer_create(fe_device *dev, const study_weights 
 bool study_graph_layer_run(study_graph_layer *g, const float *x, float *y, char *msg,
                            size_t msg_n);
 study_exec_stats study_graph_layer_stats(const study_graph_layer *g);
+int study_graph_layer_write_designs(const study_graph_layer *g, FILE *out);
 void study_graph_layer_destroy(study_graph_layer *g);
 
 #endif

@@ -227,6 +227,16 @@ study_exec_stats study_offload_stats(const study_offload *o) {
                               .designs = designs, .arena_bytes = o->device_bytes};
 }
 
+int study_offload_write_designs(const study_offload *o, FILE *out) {
+    static const char *const names[K_COUNT] = {"GEMM projection", "GEMM ffn_up", "GEMM ffn_down",
+                                               "GEMM scores", "GEMM p.v"};
+    for (int k = 0; k < K_COUNT; k++)
+        fprintf(out, "offload %s %s width %lld key %016llx\n", names[k],
+                fe_isa_name(fe_kernel_isa(o->k[k])), (long long)fe_kernel_tunable(o->k[k], "WIDTH"),
+                (unsigned long long)fe_kernel_design_key(o->k[k]));
+    return study_offload_stats(o).designs;
+}
+
 void study_offload_destroy(study_offload *o) {
     if (!o) return;
     for (int k = 0; k < K_COUNT; k++) fe_kernel_destroy(o->k[k]);
