@@ -34,8 +34,9 @@ static void draw(plotter *p, const char *name, const char *body) {
         return;
     }
     fprintf(f, "# %s: drawn by `ferrum study` from the run's CSVs (data: %s.dat)\n", name, name);
-    fprintf(f, "%s\nset output '%s.svg'\n%s\n", terminal_svg, base, body);
-    fprintf(f, "reset\n%s\nset output '%s.png'\n%s\n", terminal_png, base, body);
+    /* noenhanced: names like baseline_768 are text, not subscripts */
+    fprintf(f, "%s\nset termoption noenhanced\nset output '%s.svg'\n%s\n", terminal_svg, base, body);
+    fprintf(f, "reset\n%s\nset termoption noenhanced\nset output '%s.png'\n%s\n", terminal_png, base, body);
     fclose(f);
     char cmd[8400];
     snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
@@ -64,16 +65,19 @@ static bool load(plotter *p, const char *study, study_table *t) {
     return false;
 }
 
-/* log2 sequence axis over the run's lengths, half a step beyond each end */
+/* log2 sequence axis over the run's lengths, half a step beyond each end, a tic at each */
 static void seq_axis(const study_config *cfg, char *buf, size_t n) {
     long long lo = cfg->seqs[0], hi = cfg->seqs[0];
     for (int i = 0; i < cfg->n_seqs; i++) {
         if (cfg->seqs[i] < lo) lo = cfg->seqs[i];
         if (cfg->seqs[i] > hi) hi = cfg->seqs[i];
     }
-    snprintf(buf, n, "set logscale x 2\nset xrange [%g:%g]\nset xtics 2\nset format x '%%.0f'\n"
-             "set xlabel 'sequence length (tokens, log2 scale)'\nset grid\nset key outside right top\n",
-             lo / 1.5, hi * 1.5);
+    size_t len = (size_t)snprintf(buf, n, "set logscale x 2\nset xrange [%g:%g]\nset xtics (", lo / 1.5, hi * 1.5);
+    for (int i = 0; i < cfg->n_seqs && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? ", " : "", (long long)cfg->seqs[i]);
+    if (len < n)
+        snprintf(buf + len, n - len, ")\nset xlabel 'sequence length (tokens, log2 scale)'\nset grid\n"
+                 "set key outside right top\n");
 }
 
 /* one series per mode of metric `metric` against seq, for family fam, from study tables */
@@ -82,11 +86,11 @@ static void seq_plot(plotter *p, study_table *const *tabs, int n_tabs, const cha
     FILE *f = dat(p, name);
     if (!f) return;
     const char *modes[] = {"offload", "runlist", "runlist_each_step", "hybrid", "pytorch_cpu"};
-    char body[4096], axis[512];
+    char body[8192], axis[512], plot[4096];
     seq_axis(p->c->cfg, axis, sizeof axis);
-    int len = snprintf(body, sizeof body, "set title '%s'\n%sset ylabel '%s'\nset logscale y\n"
-                       "set format y '%%g'\nplot ", title, axis, ylabel);
+    int len = snprintf(plot, sizeof plot, "plot ");
     int series = 0;
+    double lo = INFINITY, hi = 0;
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         int pts = 0;
         for (int ti = 0; ti < n_tabs; ti++)
@@ -97,16 +101,22 @@ static void seq_plot(plotter *p, study_table *const *tabs, int n_tabs, const cha
                 if (!pts) fprintf(f, "# %s\n", modes[m]);
                 fprintf(f, "%s %s %s %s\n", r[C_SEQ], r[C_MEDIAN], *r[C_P10] ? r[C_P10] : r[C_MEDIAN],
                         *r[C_P90] ? r[C_P90] : r[C_MEDIAN]);
+                lo = fmin(lo, atof(*r[C_P10] ? r[C_P10] : r[C_MEDIAN]));
+                hi = fmax(hi, atof(*r[C_P90] ? r[C_P90] : r[C_MEDIAN]));
                 pts++;
             }
         if (!pts) continue;
         fprintf(f, "\n\n");
-        len += snprintf(body + len, sizeof body - (size_t)len,
+        len += snprintf(plot + len, sizeof plot - (size_t)len,
                         "%s'%s/plots/%s.dat' index %d using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 title '%s'",
                         series ? ", \\\n     " : "", p->c->run_dir, name, series, modes[m]);
         series++;
     }
     fclose(f);
+    /* a log axis only where the values span a decade; else a linear one from zero */
+    const bool logy = hi > 10 * lo;
+    snprintf(body, sizeof body, "set title '%s'\n%sset ylabel '%s%s'\n%s\nset format y '%%g'\n%s\n", title,
+             axis, ylabel, logy ? ", log scale" : "", logy ? "set logscale y" : "set yrange [0:*]", plot);
     if (series) draw(p, name, body);
 }
 
@@ -121,17 +131,17 @@ static void end_to_end(plotter *p) {
         snprintf(name, sizeof name, "end_to_end_latency_%s", fam);
         snprintf(title, sizeof title, "%s layer (%s): latency per call, median and p10..p90", fam,
                  study_kind_name(study_family_kind(p->c->cfg->families[fi])));
-        seq_plot(p, one, 1, fam, "latency", name, title, "latency (ms, log scale)");
+        seq_plot(p, one, 1, fam, "latency", name, title, "latency (ms)");
         snprintf(name, sizeof name, "end_to_end_gflops_%s", fam);
         snprintf(title, sizeof title, "%s layer: throughput (6sh^2+4s^2h+2sh^2+4shi FLOPs per call)", fam);
-        seq_plot(p, one, 1, fam, "gflops", name, title, "GFLOP/s (log scale)");
+        seq_plot(p, one, 1, fam, "gflops", name, title, "GFLOP/s");
         snprintf(name, sizeof name, "end_to_end_tokens_%s", fam);
         snprintf(title, sizeof title, "%s layer: tokens per second", fam);
-        seq_plot(p, one, 1, fam, "tokens_per_s", name, title, "tokens/s (log scale)");
+        seq_plot(p, one, 1, fam, "tokens_per_s", name, title, "tokens/s");
         if (have_host) {
             snprintf(name, sizeof name, "host_comparison_%s", fam);
             snprintf(title, sizeof title, "%s layer: ferrum modes against PyTorch on the CPU (same weights, input)", fam);
-            seq_plot(p, both, 2, fam, "latency", name, title, "latency (ms, log scale)");
+            seq_plot(p, both, 2, fam, "latency", name, title, "latency (ms)");
         }
     }
     study_table_free(&e2e);
@@ -155,7 +165,7 @@ static void block(plotter *p) {
                          "set xtics rotate by -40 font ',10'\nset grid ytics\nset key top left\n"
                          "set bmargin 9\n"
                          "plot '%s/plots/%s.dat' using 1:($6==1?1/0:$3):4:5:xtic(2) with boxerrorbars lc rgb '#7f9fbf' title 'candidate (p10..p90)', \\\n"
-                         "     '' using 1:($6==1?$3:1/0):4:5 with boxerrorbars lc rgb '#d95f02' title 'best (is\\_best)'\n",
+                         "     '' using 1:($6==1?$3:1/0):4:5 with boxerrorbars lc rgb '#d95f02' title 'best (is_best)'\n",
                          title, p->c->run_dir, name);
                 draw(p, name, body);
                 f = NULL;
@@ -290,6 +300,7 @@ static void roofline(plotter *p) {
     study_table t;
     if (!load(p, "roofline", &t)) return;
     double pa = 0, p1 = 0, ba = 0, b1 = 0;
+    int n_points = 0;
     FILE *f = dat(p, "roofline");
     if (!f) return;
     fprintf(f, "# ai gflops label limiter\n");
@@ -301,8 +312,12 @@ static void roofline(plotter *p) {
         else if (!strcmp(r[C_METRIC], "attained")) {
             char lim[32] = "?";
             sscanf(r[C_NOTE], "limiter=%31[^;]", lim);
-            fprintf(f, "%g %s \"%s [%s]\" %d\n", atof(r[C_FLOPS]) / atof(r[C_BYTES]), r[C_MEDIAN],
-                    r[C_VARIANT], lim, !strcmp(lim, "compute") ? 1 : !strcmp(lim, "bandwidth") ? 2 : 3);
+            /* labels fanned out vertically: points of one intensity (the layers) would overlap */
+            const double ai = atof(r[C_FLOPS]) / atof(r[C_BYTES]), y = atof(r[C_MEDIAN]);
+            fprintf(f, "%g %s \"%s [%s]\" %d %g %g\n", ai, r[C_MEDIAN], r[C_VARIANT], lim,
+                    !strcmp(lim, "compute") ? 1 : !strcmp(lim, "bandwidth") ? 2 : 3, ai * 1.25,
+                    y * pow(1.35, (double)(n_points % 6) - 2.5));
+            n_points++;
         }
     }
     fclose(f);
@@ -312,14 +327,15 @@ static void roofline(plotter *p) {
     snprintf(body, sizeof body,
              "set title 'roofline: kernels and layers against the ceilings measured in this run'\n"
              "set logscale xy\nset xlabel 'arithmetic intensity (FLOP/byte, log scale)'\n"
-             "set ylabel 'GFLOP/s (log scale)'\nset xrange [0.1:10000]\nset grid\nset key outside right top\n"
+             "set ylabel 'GFLOP/s (log scale)'\nset xrange [0.1:10000]\nset grid\nset key inside bottom right box opaque\n"
              "set samples 400\nall(x) = (x*%g < %g) ? x*%g : %g\none(x) = (x*%g < %g) ? x*%g : %g\n"
              "plot all(x) lw 2 lc rgb 'black' title 'roof, all workers (%.0f GFLOP/s, %.1f GB/s)', \\\n"
              "     one(x) lw 2 dt 2 lc rgb 'gray40' title 'roof, one worker (%.0f GFLOP/s, %.1f GB/s)', \\\n"
              "     '%s/plots/roofline.dat' using 1:($4==1?$2:1/0) with points pt 7 ps 1.5 lc rgb '#1b9e77' title 'compute-limited', \\\n"
              "     '' using 1:($4==2?$2:1/0) with points pt 5 ps 1.5 lc rgb '#d95f02' title 'bandwidth-limited', \\\n"
              "     '' using 1:($4==3?$2:1/0) with points pt 9 ps 1.5 lc rgb '#7570b3' title 'parallelism-limited', \\\n"
-             "     '' using 1:2:3 with labels offset 0.8,0.6 left font ',9' notitle\n",
+             "     '' using 5:6:3 with labels left font ',9' notitle, \\\n"
+             "     '' using 1:2:($5-$1):($6-$2) with vectors nohead lc rgb 'gray70' notitle\n",
              ba, pa, ba, pa, b1, p1, b1, p1, pa, ba, p1, b1, p->c->run_dir);
     draw(p, "roofline", body);
 }

@@ -62,12 +62,17 @@ study_job_status study_job_roofline(study_job_ctx *c) {
         snprintf(c->msg, sizeof c->msg, "%s lacks the ceilings (the ceilings job runs before the roofline)", path);
         return JOB_FAILED;
     }
-    /* the ceilings themselves, as rows the plot draws */
+    /* each block's best setting; where the tuner marked none (every figure too noisy, or an
+     * unreliable one faster), its default */
     study_path(c, path, sizeof path, "block/results.csv");
     if (study_table_load(path, &t, c->msg, sizeof c->msg)) {
         for (int i = 0; i < t.n; i++) {
             char **f = t.rows[i];
-            if (strcmp(f[C_BEST], "1") || !*f[C_FLOPS] || !*f[C_BYTES]) continue;
+            if (!*f[C_FLOPS] || !*f[C_BYTES] || !*f[C_MEDIAN]) continue;
+            bool job_has_best = false;
+            for (int k = 0; k < t.n; k++)
+                job_has_best = job_has_best || (!strcmp(t.rows[k][C_JOB], f[C_JOB]) && !strcmp(t.rows[k][C_BEST], "1"));
+            if (job_has_best ? strcmp(f[C_BEST], "1") != 0 : strcmp(f[C_VARIANT], "default") != 0) continue;
             char name[160];
             const char *blk = strrchr(f[C_JOB], '.');
             snprintf(name, sizeof name, "kernel %s (%s)", blk ? blk + 1 : f[C_JOB], f[C_VARIANT]);
