@@ -44,7 +44,7 @@ typedef struct study_power {
     long long uj0;
     double t0;
     bool ok;
-    char why[96];
+    char why[192];
 } study_power;
 void study_power_begin(study_power *p);
 void study_power_end(study_power *p, study_row *r);

@@ -1,12 +1,14 @@
 /* apps/study/jobs_common.c: what every job shares: its rows' identity, paths, timing
  * summaries and the power reading (see jobs.h). Power comes from the RAPL package counter
  * (/sys/class/powercap/intel-rapl:0/energy_uj) where the kernel exposes it and this process
- * may read it; otherwise the row says why not. */
+ * may read it; otherwise the row says why not (naming whether a perf power PMU exists: reading
+ * that through perf_event_open is not done yet). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "jobs.h"
 
@@ -61,7 +63,11 @@ static double mono_s(void) {
 static bool read_uj(long long *v, char *why, size_t n) {
     FILE *f = fopen(rapl, "r");
     if (!f) {
-        snprintf(why, n, "unavailable: no RAPL powercap (%s: %s)", rapl, strerror(errno));
+        const int e = errno;
+        const bool pmu = access("/sys/bus/event_source/devices/power", F_OK) == 0;
+        snprintf(why, n, "unavailable: no RAPL powercap (%s: %s)%s", rapl, strerror(e),
+                 pmu ? "; a perf power PMU exists but the study reads only powercap"
+                     : " and no perf power PMU (/sys/bus/event_source/devices/power)");
         return false;
     }
     bool ok = fscanf(f, "%lld", v) == 1;

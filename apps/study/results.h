@@ -24,7 +24,9 @@
 
 /* Messages, paths and CSV fields are cut to their fixed buffers on purpose (a message is
  * never worth an allocation failure): gcc's truncation warning is off in the study's files. */
+#if defined(__GNUC__) && !defined(__clang__) /* clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 #define STUDY_CSV_HEADER                                                                   \
     "run_id,study,job,family,kind,mode,seq,variant,metric,unit,better,median,p10,p90,"    \
@@ -43,7 +45,7 @@ typedef struct study_row {
     int dispatches;       /* < 0: absent */
     bool is_best;
     char validation[96];  /* "" is written as n/a */
-    char power_w[96], energy_j[96];
+    char power_w[192], energy_j[192];
     char note[320];
 } study_row;
 
