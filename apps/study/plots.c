@@ -154,6 +154,7 @@ static void block(plotter *p) {
     if (!load(p, "block", &t)) return;
     char last[160] = "";
     FILE *f = NULL;
+    int k = 0;
     char name[200] = "", title[300] = "";
     for (int i = 0; i <= t.n; i++) {
         if (i == t.n || strcmp(t.rows[i][C_JOB], last) != 0) {
@@ -161,11 +162,11 @@ static void block(plotter *p) {
                 fclose(f);
                 char body[2048];
                 snprintf(body, sizeof body, "set title '%s'\nset style fill solid 0.6 border -1\n"
-                         "set boxwidth 0.7\nset ylabel 'time per call (us)'\nset yrange [0:*]\n"
+                         "set boxwidth 0.7\nset offsets 0.7, 0.7, 0, 0\nset ylabel 'time per call (us)'\nset yrange [0:*]\n"
                          "set xtics rotate by -40 font ',10'\nset grid ytics\nset key top left\n"
                          "set bmargin 9\n"
-                         "plot '%s/plots/%s.dat' using 1:($6==1?1/0:$3):4:5:xtic(2) with boxerrorbars lc rgb '#7f9fbf' title 'candidate (p10..p90)', \\\n"
-                         "     '' using 1:($6==1?$3:1/0):4:5 with boxerrorbars lc rgb '#d95f02' title 'best (is_best)'\n",
+                         "plot '%s/plots/%s.dat' using 1:($6==1?1/0:$3):4:5:(0.35):xtic(2) with boxerrorbars lc rgb '#7f9fbf' title 'candidate (median, p10..p90)', \\\n"
+                         "     '' using 1:($6==1?$3:1/0):4:5:(0.35) with boxerrorbars lc rgb '#d95f02' title 'best (is_best)'\n",
                          title, p->c->run_dir, name);
                 draw(p, name, body);
                 f = NULL;
@@ -178,11 +179,12 @@ static void block(plotter *p) {
                      t.rows[i][C_FAMILY], t.rows[i][C_SEQ]);
             f = dat(p, name);
             if (!f) continue;
+            k = 0;
             fprintf(f, "# index setting median_us p10 p90 is_best\n");
         }
         char **r = t.rows[i];
         if (f && *r[C_MEDIAN])
-            fprintf(f, "%d \"%s\" %s %s %s %s\n", i, r[C_VARIANT], r[C_MEDIAN], r[C_P10], r[C_P90], r[C_BEST]);
+            fprintf(f, "%d \"%s\" %s %s %s %s\n", k++, r[C_VARIANT], r[C_MEDIAN], r[C_P10], r[C_P90], r[C_BEST]);
     }
     study_table_free(&t);
 }
@@ -268,7 +270,7 @@ static void resources(plotter *p) {
         snprintf(name, sizeof name, "resource_use_%s", cases[k]);
         FILE *f = dat(p, name);
         if (!f) continue;
-        fprintf(f, "mode arena_MiB weights_MiB peak_RSS_MiB dispatches designs\n");
+        fprintf(f, "# mode arena_MiB weights_MiB peak_RSS_MiB dispatches designs\n");
         const char *modes[] = {"offload", "runlist", "hybrid"};
         for (int m = 0; m < 3; m++) {
             double v[5] = {NAN, NAN, NAN, NAN, NAN};
