@@ -110,6 +110,29 @@ static void gpt2_is_causal_and_bert_is_not(void **state) {
     study_weights_deinit(&wg);
 }
 
+/* the spot-row reference (the check above 512 tokens) gives the full reference's rows */
+static void spot_rows_equal_the_reference(void **state) {
+    (void)state;
+    for (int kind = 0; kind < STUDY_KIND_COUNT; kind++) {
+        study_shape s;
+        char msg[256];
+        assert_true(study_shape_make(&tiny, (study_kind)kind, 19, &s, msg, sizeof msg));
+        study_weights w;
+        assert_true(study_weights_init(&w, &s, 9));
+        float x[19 * 32], ref[19 * 32], spot[3 * 32];
+        study_input_fill(x, &s, 4);
+        assert_true(study_reference(&w, x, ref));
+        const int64_t rows[3] = {0, 7, 18};
+        assert_true(study_reference_rows(&w, x, rows, 3, spot));
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 32; c++)
+                if (fabsf(spot[r * 32 + c] - ref[rows[r] * 32 + c]) > 1e-6f)
+                    fail_msg("%s row %lld col %d: %g against %g", study_kind_name((study_kind)kind),
+                             (long long)rows[r], c, spot[r * 32 + c], ref[rows[r] * 32 + c]);
+        study_weights_deinit(&w);
+    }
+}
+
 static void flops_follow_the_formula(void **state) {
     (void)state;
     study_shape s;
@@ -129,6 +152,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_mode_equals_the_reference),
         cmocka_unit_test(gpt2_is_causal_and_bert_is_not),
+        cmocka_unit_test(spot_rows_equal_the_reference),
         cmocka_unit_test(flops_follow_the_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,13 @@ void study_input_fill(float *x, const study_shape *s, unsigned long long seed);
  * hidden). false on no memory. Never fast. */
 bool study_reference(const study_weights *w, const float *x, float *y);
 
+/* The same, for the given rows only: y (n_rows, hidden), row r of y is row rows[r] of the
+ * layer's output. K and V of every row are still computed (attention needs them), nothing
+ * else of the other rows: the check of long sequences, where the whole reference would take
+ * hours. false on no memory. */
+bool study_reference_rows(const study_weights *w, const float *x, const int64_t *rows, int n_rows,
+                          float *y);
+
 typedef struct study_exec study_exec;
 
 typedef struct study_exec_stats {

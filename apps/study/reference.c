@@ -81,6 +81,14 @@ static void ffn_block(const study_weights *w, const float *u, float *out, float 
     linear(mid, w->w_down, w->b_down, out, S, i, h);
 }
 
+/* out (h) = FFN(u (h)) for one row; mid (i) scratch */
+static void ffn_block_row(const study_weights *w, const float *u, float *out, float *mid) {
+    const int64_t h = w->shape.hidden, i = w->shape.ffn;
+    linear(u, w->w_up, w->b_up, mid, 1, h, i);
+    for (int64_t e = 0; e < i; e++) mid[e] = gelu(mid[e], w->shape.kind == STUDY_BERT);
+    linear(mid, w->w_down, w->b_down, out, 1, i, h);
+}
+
 bool study_reference(const study_weights *w, const float *x, float *y) {
     const study_shape *s = &w->shape;
     const size_t sh = (size_t)(s->seq * s->hidden) * sizeof(float);
@@ -106,5 +114,69 @@ bool study_reference(const study_weights *w, const float *x, float *y) {
         for (int64_t e = 0; e < e_n; e++) y[e] = x1[e] + t[e];
     }
     free(q), free(k), free(v), free(a), free(t), free(x1), free(n), free(mid), free(p);
+    return ok;
+}
+
+/* one query row at position pos over keys [0, keys): o (h) */
+static void attend_row(const float *q, const float *k, const float *v, float *o, int64_t keys,
+                       int64_t h, int64_t heads, double *p) {
+    const int64_t d = h / heads;
+    for (int64_t hd = 0; hd < heads; hd++) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < keys; j++) {
+            double dot = 0;
+            for (int64_t c = 0; c < d; c++) dot += (double)q[hd * d + c] * k[j * h + hd * d + c];
+            p[j] = dot / sqrt((double)d);
+            if (p[j] > mx) mx = p[j];
+        }
+        for (int64_t j = 0; j < keys; j++) sum += p[j] = exp(p[j] - mx);
+        for (int64_t c = 0; c < d; c++) {
+            double acc = 0;
+            for (int64_t j = 0; j < keys; j++) acc += p[j] * v[j * h + hd * d + c];
+            o[hd * d + c] = (float)(acc / sum);
+        }
+    }
+}
+
+bool study_reference_rows(const study_weights *w, const float *x, const int64_t *rows, int n_rows,
+                          float *y) {
+    const study_shape *s = &w->shape;
+    const int64_t S = s->seq, h = s->hidden, i = s->ffn;
+    const size_t sh = (size_t)(S * h) * sizeof(float);
+    float *k = malloc(sh), *v = malloc(sh), *n = calloc(1, sh);
+    float *u = malloc((size_t)h * 4), *q = malloc((size_t)h * 4), *a = malloc((size_t)h * 4);
+    float *t = malloc((size_t)h * 4), *x1 = malloc((size_t)h * 4), *m = malloc((size_t)i * 4);
+    double *p = malloc((size_t)S * sizeof(double));
+    bool ok = k && v && n && u && q && a && t && x1 && m && p;
+    const bool gpt2 = s->kind == STUDY_GPT2;
+    if (ok) {
+        /* K and V of every row: from x (BERT) or LN1(x) (GPT-2) */
+        const float *src = x;
+        if (gpt2) layernorm(x, w->ln1_w, w->ln1_b, n, S, h), src = n;
+        linear(src, w->wk, w->bk, k, S, h, h);
+        linear(src, w->wv, w->bv, v, S, h, h);
+        for (int r = 0; r < n_rows; r++) {
+            const int64_t row = rows[r];
+            const float *xr = x + row * h;
+            memcpy(u, src + row * h, (size_t)h * 4);
+            linear(u, w->wq, w->bq, q, 1, h, h);
+            attend_row(q, k, v, a, gpt2 ? row + 1 : S, h, s->heads, p);
+            linear(a, w->wo, w->bo, t, 1, h, h);
+            for (int64_t c = 0; c < h; c++) t[c] += xr[c];
+            float *yr = y + (int64_t)r * h;
+            if (!gpt2) {
+                layernorm(t, w->ln1_w, w->ln1_b, x1, 1, h);
+                ffn_block_row(w, x1, t, m);
+                for (int64_t c = 0; c < h; c++) t[c] += x1[c];
+                layernorm(t, w->ln2_w, w->ln2_b, yr, 1, h);
+            } else {
+                memcpy(x1, t, (size_t)h * 4);
+                layernorm(x1, w->ln2_w, w->ln2_b, u, 1, h);
+                ffn_block_row(w, u, t, m);
+                for (int64_t c = 0; c < h; c++) yr[c] = x1[c] + t[c];
+            }
+        }
+    }
+    free(k), free(v), free(n), free(u), free(q), free(a), free(t), free(x1), free(m), free(p);
     return ok;
 }
