@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../apps/ferrum/cli.h"
+#include "../apps/study/plan.h"
 #include "../apps/study/results.h"
 #include "support/cli_run.h"
 
@@ -195,11 +196,73 @@ static void bad_input_is_refused_with_a_message(void **state) {
     }
 }
 
+static int index_of(const study_job *jobs, int n, study_job_type type) {
+    for (int i = 0; i < n; i++)
+        if (jobs[i].type == type) return i;
+    return -1;
+}
+
+/* quick is the seed's 21 jobs; full is the matrix; ids are unique and every job comes after
+ * the jobs whose files it reads */
+static void plans_order_jobs_after_their_inputs(void **state) {
+    (void)state;
+    for (int full = 0; full < 2; full++) {
+        study_config c;
+        if (full) study_config_full(&c);
+        else study_config_quick(&c);
+        snprintf(c.run_id, sizeof c.run_id, "p");
+        study_job *jobs = NULL;
+        const int n = study_plan(&c, &jobs);
+        /* per (family, seq): reference, 4 e2e, 3 resource, host; per family: 5 blocks, 2
+         * staging; once: memcpy, ceilings, roofline, plots, manifest */
+        assert_int_equal(n, full ? 6 * 9 * 9 + 6 * 7 + 5 : 21);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++) assert_string_not_equal(jobs[i].id, jobs[j].id);
+        for (int i = 0; i < n; i++) {
+            if (jobs[i].type == JOB_E2E || jobs[i].type == JOB_HOST) { /* its reference first */
+                bool ref = false;
+                for (int j = 0; j < i; j++)
+                    ref = ref || (jobs[j].type == JOB_REFERENCE && jobs[j].family == jobs[i].family &&
+                                  jobs[j].seq == jobs[i].seq);
+                assert_true(ref);
+            }
+            if (jobs[i].type == JOB_STAGING) { /* its block sweep first */
+                bool blk = false;
+                for (int j = 0; j < i; j++)
+                    blk = blk || (jobs[j].type == JOB_BLOCK && jobs[j].family == jobs[i].family &&
+                                  jobs[j].block == jobs[i].block && jobs[j].seq == jobs[i].seq);
+                assert_true(blk);
+            }
+        }
+        const int roof = index_of(jobs, n, JOB_ROOFLINE);
+        assert_true(index_of(jobs, n, JOB_CEILINGS) < roof);
+        for (int i = 0; i < n; i++)
+            if (jobs[i].type == JOB_E2E || jobs[i].type == JOB_BLOCK) assert_true(i < roof);
+        assert_int_equal(index_of(jobs, n, JOB_PLOTS), n - 2);
+        assert_int_equal(index_of(jobs, n, JOB_MANIFEST), n - 1);
+        /* run.conf round-trips */
+        char text[4096], msg[256];
+        study_config back;
+        study_config_format(&c, text, sizeof text);
+        assert_true(study_config_parse(text, &back, msg, sizeof msg));
+        assert_int_equal(back.n_families, c.n_families);
+        assert_int_equal(back.n_seqs, c.n_seqs);
+        free(jobs);
+    }
+    study_config bad;
+    char msg[256];
+    assert_false(study_config_parse("profile=quick\nfamilies=nope\n", &bad, msg, sizeof msg));
+    assert_non_null(strstr(msg, "nope"));
+    assert_false(study_config_parse("just words\n", &bad, msg, sizeof msg));
+    assert_non_null(strstr(msg, "key=value"));
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/ferrum_test_study_%d", (int)getpid());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(killed_run_resumes_with_nothing_repeated_or_lost),
         cmocka_unit_test(bad_input_is_refused_with_a_message),
+        cmocka_unit_test(plans_order_jobs_after_their_inputs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];

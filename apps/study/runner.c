@@ -8,6 +8,7 @@
 #include "runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,12 @@ static void child(const study_config *cfg, const study_job *job, const char *run
     snprintf(log_path, sizeof log_path, "%s/logs/%s.log", run_dir, job->id);
     snprintf(rows_path, sizeof rows_path, "%s/%s/rows/%s.csv.part", run_dir,
              job->study[0] ? job->study : "work", job->id);
-    FILE *log = freopen(log_path, "w", stdout);
-    if (!log || !freopen(log_path, "a", stderr)) _exit(JOB_FAILED);
+    /* stdout and stderr (and what gnuplot and python write) share one appending descriptor,
+     * so their lines interleave in order and none overwrites another */
+    fflush(NULL);
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(JOB_FAILED);
+    close(fd);
     setvbuf(stdout, NULL, _IOLBF, 0);
     study_job_ctx c = {.cfg = cfg, .job = job, .run_dir = run_dir, .log = stdout};
     c.rows = fopen(rows_path, "w");
