@@ -58,12 +58,14 @@ static void compare_flags_regressions_and_improvements(void **state) {
                     ROW("e2e.one", "gflops", "higher", "100", "98", "102")
                     ROW("e2e.two", "latency", "lower", "10", "9", "11")
                     ROW("e2e.noisy", "latency", "lower", "10", "5", "20")
-                    ROW("e2e.gone", "latency", "lower", "10", "9", "11"));
+                    ROW("e2e.gone", "latency", "lower", "10", "9", "11")
+                    ROW("e2e.one", "workers", "none", "2", "2", "2"));
     write_tree("B", ROW("e2e.one", "latency", "lower", "20", "19", "21")
                     ROW("e2e.one", "gflops", "higher", "130", "128", "132")
                     ROW("e2e.two", "latency", "lower", "10.3", "9.3", "11.3")
                     ROW("e2e.noisy", "latency", "lower", "14", "6", "25")
-                    ROW("e2e.new", "latency", "lower", "10", "9", "11"));
+                    ROW("e2e.new", "latency", "lower", "10", "9", "11")
+                    ROW("e2e.one", "workers", "none", "8", "8", "8"));
     char a[400], b[400], csv[400];
     snprintf(a, sizeof a, "%s/A", root);
     snprintf(b, sizeof b, "%s/B", root);
@@ -81,7 +83,8 @@ static void compare_flags_regressions_and_improvements(void **state) {
     assert_non_null(strstr(line_with(res.out, "e2e.noisy", "latency"), "same")); /* inside the spreads */
     assert_non_null(strstr(line_with(res.out, "e2e.gone", "latency"), "only in A"));
     assert_non_null(strstr(line_with(res.out, "e2e.new", "latency"), "only in B"));
-    assert_non_null(strstr(res.out, "4 rows compared: 1 regression(s), 1 improvement(s)"));
+    assert_non_null(strstr(line_with(res.out, "e2e.one", "workers"), "(description)")); /* never flagged */
+    assert_non_null(strstr(res.out, "5 rows compared: 1 regression(s), 1 improvement(s)"));
     char *text = study_read_file(csv, NULL);
     assert_non_null(text);
     assert_non_null(strstr(text, "end_to_end,e2e.one,\"\",latency,ms,lower,10,20,2,REGRESSION"));

@@ -70,7 +70,7 @@ static void check_csv(const char *path, const char *study) {
         assert_string_equal(f[study_column("run_id")], "r1");
         assert_string_equal(f[study_column("study")], study);
         const char *better = f[study_column("better")];
-        assert_true(!strcmp(better, "lower") || !strcmp(better, "higher"));
+        assert_true(!strcmp(better, "lower") || !strcmp(better, "higher") || !strcmp(better, "none"));
         const char *best = f[study_column("is_best")];
         assert_true(!strcmp(best, "0") || !strcmp(best, "1"));
         const char *nums[] = {"seq", "median", "p10", "p90", "samples", "flops", "bytes", "dispatches"};

@@ -66,14 +66,14 @@ bool study_compare(const char *a_dir, const char *b_dir, double threshold, FILE 
             if (!(ma > 0) || isnan(mb)) continue; /* unavailable or zero: no ratio */
             counts->matched++;
             const double ratio = mb / ma;
-            const bool lower = !strcmp(ra[C_BETTER], "lower");
+            const bool lower = !strcmp(ra[C_BETTER], "lower"), info = !strcmp(ra[C_BETTER], "none");
             const double a10 = num(ra[C_P10]), a90 = num(ra[C_P90]), b10 = num(rb[C_P10]), b90 = num(rb[C_P90]);
             const bool spreads = !isnan(a10) && !isnan(a90) && !isnan(b10) && !isnan(b90);
-            const bool worse = lower ? ratio > 1 + threshold && (!spreads || b10 > a90)
+            const bool worse = info ? false : lower ? ratio > 1 + threshold && (!spreads || b10 > a90)
                                      : ratio < 1 - threshold && (!spreads || b90 < a10);
-            const bool better = lower ? ratio < 1 - threshold && (!spreads || b90 < a10)
+            const bool better = info ? false : lower ? ratio < 1 - threshold && (!spreads || b90 < a10)
                                       : ratio > 1 + threshold && (!spreads || b10 > a90);
-            const char *verdict = worse ? "REGRESSION" : better ? "improved" : "same";
+            const char *verdict = worse ? "REGRESSION" : better ? "improved" : info ? "(description)" : "same";
             counts->regressions += worse;
             counts->improvements += better;
             fprintf(out, "%-16s %-52s %-28.28s %-20s %12.5g %12.5g %8.3f  %s\n", ra[C_STUDY], ra[C_JOB],

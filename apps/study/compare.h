@@ -2,7 +2,8 @@
  * results.csv present in both trees (matched on study, job, variant and metric) gets the
  * ratio B / A of its medians. A row is a regression when it got worse (by its `better`
  * column) by more than `threshold` (a fraction) and beyond both spreads (B's p10..p90 clear
- * of A's, where both have them); an improvement likewise. */
+ * of A's, where both have them); an improvement likewise. A row whose `better` is none (a
+ * description: workers, busy cores) is never flagged. */
 #ifndef FE_STUDY_COMPARE_H
 #define FE_STUDY_COMPARE_H
 

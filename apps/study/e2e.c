@@ -218,6 +218,7 @@ static double cpu_s(void) {
 static void resource_row(study_job_ctx *c, const char *metric, const char *unit, double v,
                          const char *note) {
     study_row r = study_job_row(c);
+    r.descriptive = !strcmp(metric, "workers") || !strcmp(metric, "cpu_utilisation");
     snprintf(r.metric, sizeof r.metric, "%s", metric);
     snprintf(r.unit, sizeof r.unit, "%s", unit);
     r.lower_is_better = true;

@@ -309,8 +309,8 @@ static void roofline(plotter *p) {
     for (int i = 0; i < t.n; i++) {
         char **r = t.rows[i];
         const bool all = !strcmp(r[C_BEST], "1");
-        if (!strcmp(r[C_METRIC], "ceiling_compute")) *(all ? &pa : &p1) = atof(r[C_MEDIAN]);
-        else if (!strcmp(r[C_METRIC], "ceiling_bandwidth")) *(all ? &ba : &b1) = atof(r[C_MEDIAN]);
+        if (!strcmp(r[C_METRIC], "ceiling_compute")) *(all ? &pa : &p1) = atof(r[C_P90]);
+        else if (!strcmp(r[C_METRIC], "ceiling_bandwidth")) *(all ? &ba : &b1) = atof(r[C_P90]);
         else if (!strcmp(r[C_METRIC], "attained")) {
             char lim[32] = "?";
             sscanf(r[C_NOTE], "limiter=%31[^;]", lim);
@@ -357,6 +357,7 @@ study_job_status study_job_plots(study_job_ctx *c) {
     roofline(&p);
     study_row r = study_row_blank();
     snprintf(r.metric, sizeof r.metric, "plots");
+    r.descriptive = true;
     snprintf(r.unit, sizeof r.unit, "count");
     r.median = p.made;
     snprintf(r.note, sizeof r.note, "%d plots drawn as SVG and PNG under plots/, %d failed", p.made, p.failed);

@@ -46,7 +46,7 @@ void study_row_write(FILE *f, const char *run_id, const char *study, const char 
     field(f, run_id, false), field(f, study, false), field(f, job, false);
     field(f, r->family, false), field(f, r->kind, false), field(f, r->mode, false);
     field(f, seq, false), field(f, r->variant, false), field(f, r->metric, false);
-    field(f, r->unit, false), field(f, r->lower_is_better ? "lower" : "higher", false);
+    field(f, r->unit, false), field(f, r->descriptive ? "none" : r->lower_is_better ? "lower" : "higher", false);
     num(f, r->median), num(f, r->p10), num(f, r->p90);
     if (r->samples > 0) fprintf(f, "%d,", r->samples);
     else fputc(',', f);

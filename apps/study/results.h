@@ -5,7 +5,8 @@
  *   run_id, study, job                      identity
  *   family, kind, mode, seq, variant        workload (variant: the block setting, staging
  *                                           depth, copy size x workers, ...)
- *   metric, unit, better                    what the row measures; better = lower|higher
+ *   metric, unit, better                    what the row measures; better = lower|higher,
+ *                                           or none for a description (workers, busy cores)
  *   median, p10, p90, samples               timing or value, and its spread
  *   flops, bytes, dispatches                work and device dispatches
  *   is_best                                 1 marks the best setting or a peak
@@ -39,6 +40,7 @@ typedef struct study_row {
     char variant[128];
     char metric[48], unit[24];
     bool lower_is_better;
+    bool descriptive;     /* better = none: compare reports it, never flags it */
     double median, p10, p90; /* NAN: absent */
     int samples;
     double flops, bytes;  /* NAN: absent */

@@ -1,5 +1,6 @@
 /* apps/study/roofline.c: the roofline placement. Reads the ceilings measured in this run
- * (roofline/results.csv: compute and bandwidth, all workers and one), the block study's best
+ * (roofline/results.csv: compute and bandwidth, all workers and one; the roof is each one's
+ * p90, the fast end), the block study's best
  * settings (each kernel: its cost model's FLOPs and bytes and its median time) and the e2e
  * study's layers (the layer's FLOPs over its compulsory bytes: weights, input and output once),
  * and writes one point per kernel and per mode's layer: arithmetic intensity (FLOP/B),
@@ -15,7 +16,7 @@
 #include "jobs.h"
 
 enum { C_JOB = 2, C_FAMILY = 3, C_KIND = 4, C_MODE = 5, C_SEQ = 6, C_VARIANT = 7, C_METRIC = 8,
-       C_MEDIAN = 11, C_FLOPS = 15, C_BYTES = 16, C_BEST = 18 };
+       C_MEDIAN = 11, C_P90 = 13, C_FLOPS = 15, C_BYTES = 16, C_BEST = 18 };
 
 typedef struct ceilings { double p_all, p_one, b_all, b_one; int workers; } ceilings;
 
@@ -54,8 +55,8 @@ study_job_status study_job_roofline(study_job_ctx *c) {
         if (sscanf(f[C_VARIANT], "%*s workers=%d", &w) != 1) continue;
         const bool all = !strcmp(f[C_BEST], "1");
         if (all) ce.workers = w;
-        if (!strcmp(f[C_METRIC], "ceiling_compute")) *(all ? &ce.p_all : &ce.p_one) = atof(f[C_MEDIAN]);
-        if (!strcmp(f[C_METRIC], "ceiling_bandwidth")) *(all ? &ce.b_all : &ce.b_one) = atof(f[C_MEDIAN]);
+        if (!strcmp(f[C_METRIC], "ceiling_compute")) *(all ? &ce.p_all : &ce.p_one) = atof(f[C_P90]);
+        if (!strcmp(f[C_METRIC], "ceiling_bandwidth")) *(all ? &ce.b_all : &ce.b_one) = atof(f[C_P90]);
     }
     study_table_free(&t);
     if (ce.p_all <= 0 || ce.b_all <= 0 || ce.p_one <= 0 || ce.b_one <= 0) {
