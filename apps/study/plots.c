@@ -368,25 +368,3 @@ study_job_status study_job_plots(study_job_ctx *c) {
     }
     return JOB_OK;
 }
-
-study_job_status study_job_manifest(study_job_ctx *c) {
-    char path[4096], desc[512];
-    fe_device_describe(c->dev, desc, sizeof desc);
-    study_path(c, path, sizeof path, "work/device.txt");
-    char text[600];
-    snprintf(text, sizeof text, "%s\n", desc);
-    if (!study_write_file(path, text, strlen(text))) {
-        snprintf(c->msg, sizeof c->msg, "cannot write %s", path);
-        return JOB_FAILED;
-    }
-    /* the designs every resource job listed, in one file */
-    char cmd[8400];
-    study_path(c, path, sizeof path, "work");
-    snprintf(cmd, sizeof cmd, "cat '%s'/designs.*.txt > '%s/designs.txt' 2>/dev/null; true", path, path);
-    if (system(cmd) != 0) {
-        snprintf(c->msg, sizeof c->msg, "cannot gather the designs under %s", path);
-        return JOB_FAILED;
-    }
-    printf("device: %s\n", desc);
-    return JOB_OK;
-}
