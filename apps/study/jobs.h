@@ -38,13 +38,17 @@ typedef struct study_timing {
 /* Sorts t[0..n) and summarises it. */
 study_timing study_timing_of(double *t, int n);
 
-/* Power over a timed region: RAPL (powercap) energy counters where they exist. begin, then
- * end fills power_w and energy_j with numbers, or "unavailable: <reason>". */
+/* Power over a timed region (power.c): the RAPL package energy counter from powercap, else
+ * from perf's power PMU (energy-pkg). begin, then end fills power_w and energy_j (per sample)
+ * with numbers, or "unavailable: <reason>". */
 typedef struct study_power {
-    long long uj0;
+    int source;          /* 0: none, 1: powercap, 2: perf */
+    long long uj0;       /* powercap: microjoules at begin */
+    int fd;              /* perf: the counter */
+    double scale;        /* perf: joules per count */
+    unsigned long long c0;
     double t0;
-    bool ok;
-    char why[192];
+    char why[256];
 } study_power;
 void study_power_begin(study_power *p);
 void study_power_end(study_power *p, study_row *r);

@@ -1,14 +1,8 @@
 /* apps/study/jobs_common.c: what every job shares: its rows' identity, paths, timing
- * summaries and the power reading (see jobs.h). Power comes from the RAPL package counter
- * (/sys/class/powercap/intel-rapl:0/energy_uj) where the kernel exposes it and this process
- * may read it; otherwise the row says why not (naming whether a perf power PMU exists: reading
- * that through perf_event_open is not done yet). */
-#include <errno.h>
+ * summaries (see jobs.h). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "jobs.h"
 
@@ -50,48 +44,4 @@ study_timing study_timing_of(double *t, int n) {
     s.p10 = t[(int)(0.1 * (n - 1) + 0.5)];
     s.p90 = t[(int)(0.9 * (n - 1) + 0.5)];
     return s;
-}
-
-static const char rapl[] = "/sys/class/powercap/intel-rapl:0/energy_uj";
-
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static bool read_uj(long long *v, char *why, size_t n) {
-    FILE *f = fopen(rapl, "r");
-    if (!f) {
-        const int e = errno;
-        const bool pmu = access("/sys/bus/event_source/devices/power", F_OK) == 0;
-        snprintf(why, n, "unavailable: no RAPL powercap (%s: %s)%s", rapl, strerror(e),
-                 pmu ? "; a perf power PMU exists but the study reads only powercap"
-                     : " and no perf power PMU (/sys/bus/event_source/devices/power)");
-        return false;
-    }
-    bool ok = fscanf(f, "%lld", v) == 1;
-    fclose(f);
-    if (!ok) snprintf(why, n, "unavailable: %s is not a counter", rapl);
-    return ok;
-}
-
-void study_power_begin(study_power *p) {
-    memset(p, 0, sizeof *p);
-    p->ok = read_uj(&p->uj0, p->why, sizeof p->why);
-    p->t0 = mono_s();
-}
-
-void study_power_end(study_power *p, study_row *r) {
-    long long uj1 = 0;
-    const double dt = mono_s() - p->t0;
-    if (p->ok && read_uj(&uj1, p->why, sizeof p->why) && uj1 >= p->uj0 && dt > 0) {
-        const double j = (double)(uj1 - p->uj0) * 1e-6;
-        snprintf(r->energy_j, sizeof r->energy_j, "%.6g", r->samples > 0 ? j / r->samples : j);
-        snprintf(r->power_w, sizeof r->power_w, "%.4g", j / dt);
-        return;
-    }
-    if (p->ok) snprintf(p->why, sizeof p->why, "unavailable: the RAPL counter wrapped");
-    snprintf(r->power_w, sizeof r->power_w, "%s", p->why);
-    snprintf(r->energy_j, sizeof r->energy_j, "%s", p->why);
 }
