@@ -128,6 +128,9 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/install/.done
 	  -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
 examples: $(EXAMPLE_BIN)
 
+# the study's manifest records the flags the binary was built with
+$(BUILD)/apps/study/manifest.o: CFLAGS_COMMON += -DSTUDY_OPT='"$(OPT)"' -DSTUDY_SAN='"$(SAN)"'
+
 $(BUILD)/ferrum: $(APP_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $(APP_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
 
