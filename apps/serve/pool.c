@@ -1,0 +1,438 @@
+/* apps/serve/pool.c: the slot pool (pool.h): sessions with worker threads, the bounded queue,
+ * prefix-affine assignment, turns on the shared device, and a job's output as it is made. */
+#include "pool.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((format(printf, 3, 4)))
+static fe_status pool_fail(fe_error *err, fe_status st, const char *fmt, ...) {
+    if (err) {
+        err->status = st;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* Turns on the device: FIFO tickets, so a slot that yields goes behind every slot waiting. */
+typedef struct turns {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t next, serving;
+} turns;
+
+static void turn_take(turns *t) {
+    pthread_mutex_lock(&t->mu);
+    uint64_t mine = t->next++;
+    while (t->serving != mine) pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void turn_give(turns *t) {
+    pthread_mutex_lock(&t->mu);
+    t->serving++;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+typedef struct slot {
+    serve_pool *pool;
+    int index;
+    fe_lm_session *s;
+    pthread_t thread;
+    pthread_cond_t cv;   /* under pool->mu: a job was given, or the pool stops */
+    serve_job *job;      /* under pool->mu */
+    int32_t *cached;     /* the ids the cache holds (a copy, for choosing slots) */
+    int64_t n_cached;
+    /* the choice being generated (worker only) */
+    int choice;
+    bool first_chunk;
+    int64_t generated;
+} slot;
+
+struct serve_pool {
+    fe_lm_model *m;
+    pool_options o;
+    serve_metrics *metrics;
+    turns turns;
+    pthread_mutex_t mu;
+    serve_job **queue; /* FIFO ring of q_cap = max(o.queue, 1) */
+    int q_head, q_len, q_cap;
+    int busy;
+    bool stopping;
+    slot *slots;
+    int n_slots;
+};
+
+/* ---- jobs ---- */
+
+serve_job *job_create(serve_request *req) {
+    serve_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->req = *req;
+    memset(req, 0, sizeof *req);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    return j;
+}
+
+void job_release(serve_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left) return;
+    serve_request_free(&j->req);
+    free(j->ids);
+    free(j->events.p);
+    for (int i = 0; i < SERVE_MAX_N; i++) free(j->text[i].p);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void job_cancel(serve_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->cancelled = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+bool pool_text_append(pool_text *t, const char *s, size_t n) {
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + n + 1) cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (!p) return false;
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+    return true;
+}
+
+/* One server-sent event "data: JSON\n\n" (json freed); under j->mu. */
+static void event_locked(serve_job *j, char *json) {
+    if (!json || !pool_text_append(&j->events, "data: ", 6) || !pool_text_append(&j->events, json, strlen(json)) ||
+        !pool_text_append(&j->events, "\n\n", 2))
+        j->end = JOB_FAILED;
+    free(json);
+    pthread_cond_broadcast(&j->cv);
+}
+
+/* ---- the queue (under pool->mu) ---- */
+
+static int64_t common_prefix(const int32_t *a, int64_t na, const int32_t *b, int64_t nb) {
+    int64_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    return i;
+}
+
+static void publish_load_locked(serve_pool *p) { metrics_gauges(p->metrics, p->q_len, p->busy); }
+
+/* Gives queued jobs to free slots: the head job to the free slot whose cache shares the
+ * longest prefix with its prompt. */
+static void assign_locked(serve_pool *p) {
+    while (p->q_len > 0) {
+        serve_job *j = p->queue[p->q_head];
+        slot *best = NULL;
+        int64_t best_len = -1;
+        for (int i = 0; i < p->n_slots; i++) {
+            slot *s = &p->slots[i];
+            if (s->job) continue;
+            int64_t len = common_prefix(s->cached, s->n_cached, j->ids, j->n_ids);
+            if (len > best_len) best = s, best_len = len;
+        }
+        if (!best) break;
+        p->q_head = (p->q_head + 1) % p->q_cap;
+        p->q_len--;
+        best->job = j;
+        p->busy++;
+        pthread_cond_signal(&best->cv);
+    }
+    publish_load_locked(p);
+}
+
+bool pool_submit(serve_pool *p, serve_job *j) {
+    pthread_mutex_lock(&p->mu);
+    /* a free slot takes it at once, whatever the queue's bound */
+    bool ok = !p->stopping && (p->q_len < p->o.queue || (p->q_len == 0 && p->busy < p->n_slots));
+    if (ok) {
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        j->t_submit = fe_time_ns();
+        pthread_mutex_unlock(&j->mu);
+        p->queue[(p->q_head + p->q_len) % p->q_cap] = j;
+        p->q_len++;
+        assign_locked(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return ok;
+}
+
+void pool_load(serve_pool *p, int *queued, int *busy) {
+    pthread_mutex_lock(&p->mu);
+    *queued = p->q_len;
+    *busy = p->busy;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- generating ---- */
+
+/* Whether the job must stop now (under j->mu): its client is gone, or its time is up. */
+static bool must_stop_locked(serve_job *j) {
+    if (j->cancelled) {
+        if (j->end == JOB_RUNNING) j->end = JOB_CANCELLED;
+        return true;
+    }
+    if (fe_time_ns() > j->deadline_ns) {
+        if (j->end == JOB_RUNNING) j->end = JOB_TIMED_OUT;
+        return true;
+    }
+    return j->end != JOB_RUNNING;
+}
+
+/* Each token's text: into the stream, or the choice's text; then the turn passes on. */
+static int on_token(void *user, int32_t tok, const char *text, size_t len) {
+    slot *s = user;
+    serve_job *j = s->job;
+    pthread_mutex_lock(&j->mu);
+    if (tok >= 0) {
+        s->generated++;
+        if (s->generated == 1 && s->choice == 0) j->ttft_s = (double)(fe_time_ns() - j->t_submit) / 1e9;
+    }
+    if (j->req.stream) {
+        if (len || s->first_chunk) {
+            bool chat_role = s->first_chunk && j->head.kind == SERVE_CHAT;
+            event_locked(j, reply_chunk(&j->head, s->choice, text, len, chat_role, NULL));
+            s->first_chunk = false;
+        }
+    } else if (len && !pool_text_append(&j->text[s->choice], text, len)) {
+        j->end = JOB_FAILED;
+    }
+    bool stop = must_stop_locked(j);
+    pthread_mutex_unlock(&j->mu);
+    if (stop || tok < 0) return 1;
+    turn_give(&s->pool->turns);
+    turn_take(&s->pool->turns);
+    return 0;
+}
+
+/* The prompt's chunks before its last, one per turn (the rows already cached cost nothing);
+ * generate then runs the last chunk and reuses the rest. false when the job must stop. */
+static bool prefill_in_turns(slot *s, serve_job *j) {
+    int64_t chunk = s->pool->o.chunk;
+    for (int64_t n = chunk; n < j->n_ids; n += chunk) {
+        pthread_mutex_lock(&j->mu);
+        bool stop = must_stop_locked(j);
+        pthread_mutex_unlock(&j->mu);
+        if (stop) return false;
+        turn_take(&s->pool->turns);
+        fe_status st = fe_lm_session_prefill(s->s, j->ids, n, NULL);
+        turn_give(&s->pool->turns);
+        if (st != FE_OK) {
+            pthread_mutex_lock(&j->mu);
+            serve_error_set(&j->err, 500, "server_error", NULL, NULL, "prefill: %s",
+                            fe_lm_session_message(s->s));
+            j->end = JOB_FAILED;
+            pthread_mutex_unlock(&j->mu);
+            return false;
+        }
+    }
+    return true;
+}
+
+static const char *finish_reason(fe_lm_stop_reason r) {
+    return r == FE_LM_STOP_EOS || r == FE_LM_STOP_STRING ? "stop" : "length";
+}
+
+/* Keeps a copy of what the cache now holds: the prompt and the tokens fed after it. */
+static void remember_cache(slot *s, serve_job *j) {
+    int64_t n = fe_lm_session_position(s->s);
+    if (n > j->n_ids) n = j->n_ids; /* the generated tokens are in the cache too, but unknown here */
+    int32_t *c = realloc(s->cached, (size_t)(n ? n : 1) * sizeof *c);
+    if (!c) {
+        free(s->cached);
+        s->cached = NULL;
+        s->n_cached = 0;
+        return;
+    }
+    memcpy(c, j->ids, (size_t)n * sizeof *c);
+    s->cached = c;
+    s->n_cached = n;
+}
+
+static void run_job(slot *s, serve_job *j) {
+    fe_lm_stop stop = fe_lm_stop_default();
+    stop.max_tokens = j->max_tokens;
+    for (int i = 0; i < j->req.n_stop; i++) stop.strings[stop.n_strings++] = j->req.stop[i];
+    bool ok = prefill_in_turns(s, j);
+    for (int c = 0; ok && c < j->req.n; c++) {
+        fe_lm_sampling sp = j->req.sampling;
+        sp.seed += (uint64_t)c;
+        s->choice = c;
+        s->first_chunk = true;
+        s->generated = 0;
+        fe_lm_generate_result res;
+        turn_take(&s->pool->turns);
+        fe_status st = fe_lm_session_generate(s->s, j->ids, j->n_ids, &sp, &stop, on_token, s, &res);
+        turn_give(&s->pool->turns);
+        pthread_mutex_lock(&j->mu);
+        if (st != FE_OK && j->end == JOB_RUNNING) {
+            serve_error_set(&j->err, 500, "server_error", NULL, NULL, "generate: %s",
+                            fe_lm_session_message(s->s));
+            j->end = JOB_FAILED;
+        }
+        if (c == 0) {
+            j->usage.prompt_tokens = res.prompt_tokens;
+            j->usage.cached_tokens = res.prompt_reused;
+            j->decode_s = res.decode_seconds;
+        }
+        j->usage.completion_tokens += res.generated_tokens;
+        j->finish[c] = finish_reason(res.stop_reason);
+        if (j->end == JOB_RUNNING && j->req.stream)
+            event_locked(j, reply_chunk(&j->head, c, NULL, 0, 0, j->finish[c]));
+        ok = j->end == JOB_RUNNING;
+        pthread_mutex_unlock(&j->mu);
+    }
+    remember_cache(s, j);
+    pthread_mutex_lock(&j->mu);
+    if (j->end == JOB_RUNNING) {
+        j->end = JOB_FINISHED;
+        if (j->req.stream && j->req.include_usage) event_locked(j, reply_usage_chunk(&j->head, &j->usage));
+    }
+    job_end end = j->end;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    serve_metrics *m = s->pool->metrics;
+    metrics_generation(m, j->usage.prompt_tokens, j->usage.cached_tokens, j->usage.completion_tokens,
+                       j->ttft_s, j->decode_s);
+    if (end == JOB_CANCELLED) metrics_count_cancelled(m);
+    if (end == JOB_TIMED_OUT) metrics_count_timed_out(m);
+}
+
+static void *worker(void *arg) {
+    slot *s = arg;
+    serve_pool *p = s->pool;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!s->job && !p->stopping) pthread_cond_wait(&s->cv, &p->mu);
+        serve_job *j = s->job;
+        pthread_mutex_unlock(&p->mu);
+        if (!j) return NULL;
+        pthread_mutex_lock(&j->mu);
+        bool skip = must_stop_locked(j);
+        if (skip) pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        if (skip) {
+            if (j->end == JOB_CANCELLED) metrics_count_cancelled(p->metrics);
+            else if (j->end == JOB_TIMED_OUT) metrics_count_timed_out(p->metrics);
+        } else {
+            run_job(s, j);
+        }
+        pthread_mutex_lock(&p->mu);
+        s->job = NULL;
+        p->busy--;
+        assign_locked(p);
+        pthread_mutex_unlock(&p->mu);
+        job_release(j);
+    }
+}
+
+/* ---- the pool ---- */
+
+fe_status pool_create(fe_lm_model *m, const pool_options *o, serve_metrics *metrics,
+                      serve_pool **out, fe_error *err) {
+    *out = NULL;
+    serve_pool *p = calloc(1, sizeof *p);
+    if (!p) return pool_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
+    p->m = m;
+    p->o = *o;
+    p->metrics = metrics;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->turns.mu, NULL);
+    pthread_cond_init(&p->turns.cv, NULL);
+    p->q_cap = o->queue > 0 ? o->queue : 1;
+    p->queue = calloc((size_t)p->q_cap, sizeof *p->queue);
+    p->slots = calloc((size_t)o->slots, sizeof *p->slots);
+    if (!p->queue || !p->slots) {
+        pool_destroy(p);
+        return pool_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
+    }
+    fe_lm_session_options so = fe_lm_session_options_default();
+    so.max_seq_len = o->ctx;
+    so.chunk = o->chunk;
+    for (int i = 0; i < o->slots; i++) {
+        slot *s = &p->slots[i];
+        s->pool = p;
+        s->index = i;
+        pthread_cond_init(&s->cv, NULL);
+        fe_error e = {0};
+        if (fe_lm_session_create(m, &so, &s->s, &e) != FE_OK) {
+            fe_status st = pool_fail(err, e.status ? e.status : FE_E_STATE, "slot %d: %s", i, e.message);
+            pool_destroy(p);
+            return st;
+        }
+        if (pthread_create(&s->thread, NULL, worker, s) != 0) {
+            fe_lm_session_destroy(s->s);
+            s->s = NULL;
+            pool_destroy(p);
+            return pool_fail(err, FE_E_STATE, "slot %d: cannot start its thread", i);
+        }
+        p->n_slots++;
+    }
+    *out = p;
+    return FE_OK;
+}
+
+void pool_stop(serve_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    if (p->stopping) {
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    p->stopping = true;
+    for (int i = 0; i < p->n_slots; i++) {
+        if (p->slots[i].job) job_cancel(p->slots[i].job);
+        pthread_cond_signal(&p->slots[i].cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_slots; i++) pthread_join(p->slots[i].thread, NULL);
+    while (p->q_len > 0) { /* never given a slot: their waiters see them cancelled */
+        serve_job *j = p->queue[p->q_head];
+        p->q_head = (p->q_head + 1) % p->q_cap;
+        p->q_len--;
+        job_cancel(j);
+        pthread_mutex_lock(&j->mu);
+        j->end = JOB_CANCELLED;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        job_release(j);
+    }
+}
+
+void pool_destroy(serve_pool *p) {
+    if (!p) return;
+    pool_stop(p);
+    if (p->slots)
+        for (int i = 0; i < p->o.slots; i++) {
+            fe_lm_session_destroy(p->slots[i].s);
+            free(p->slots[i].cached);
+            pthread_cond_destroy(&p->slots[i].cv);
+        }
+    free(p->slots);
+    free(p->queue);
+    pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->turns.mu);
+    pthread_cond_destroy(&p->turns.cv);
+    free(p);
+}
