@@ -8,6 +8,7 @@
 
 #include "../serve/server.h"
 #include "args.h"
+#include "ferrum/device.h"
 #include "ferrum/lm.h"
 #include "lm_args.h"
 
@@ -15,8 +16,10 @@ typedef struct serve_args {
     model_args model;
     const char *host, *api_key, *alias;
     int64_t port, parallel, ctx, chunk, queue, max_body, max_prompt_tokens, max_tokens;
-    int64_t request_seconds, client_seconds, max_connections;
+    int64_t request_seconds, client_seconds, max_connections, groups;
 } serve_args;
+
+enum { MAX_GROUPS = 16 };
 
 #define INT(n, sh, mv, field, l, h, d, text) \
     {n, sh, ARG_INT, mv, text, d, .lo = l, .hi = h, .i = field}
@@ -36,6 +39,11 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
             "slots: requests generated at once, each with its own KV cache"),
         INT("ctx", 'c', "N", &a->ctx, 16, 1 << 20, "min(2048, the model's context)",
             "KV cache rows per slot: a request's prompt plus its tokens"),
+        INT("groups", 0, "K", &a->groups, 1, MAX_GROUPS, "1",
+            "device groups: the workers (-t) split into K pools of -t/K unpinned workers, each "
+            "with its own copy of the model's state over the same mapped weights; slot i is in "
+            "group i mod K, and the K groups decode side by side (within a group the slots take "
+            "turns). For a small model on many cores, whose one decode step cannot use them all"),
         INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
             "prompt rows per prefill turn; the slots decoding wait at most one chunk"),
         INT("queue", 0, "N", &a->queue, 0, 1 << 16, "16",
@@ -92,6 +100,14 @@ static int check(serve_args *a, FILE *err) {
                           "plain name", a->alias);
     if (a->api_key && strlen(a->api_key) > 256)
         return cli_refuse(err, "serve", "--api-key passes 256 bytes; give a shorter key");
+    if (a->groups > a->parallel)
+        return cli_refuse(err, "serve", "--groups %lld is more than --parallel %lld: a group "
+                          "would have no slot; give at most %lld groups", (long long)a->groups,
+                          (long long)a->parallel, (long long)a->parallel);
+    int workers = a->model.threads ? (int)a->model.threads : fe_device_cpus_allowed();
+    if (a->groups > workers)
+        return cli_refuse(err, "serve", "--groups %lld splits %d workers into groups of none; "
+                          "give at most %d groups (or more -t)", (long long)a->groups, workers, workers);
     if (a->max_prompt_tokens && a->ctx && a->max_prompt_tokens >= a->ctx)
         return cli_refuse(err, "serve", "--max-prompt-tokens %lld leaves no row of --ctx %lld to "
                           "generate in; give at most %lld", (long long)a->max_prompt_tokens,
@@ -107,20 +123,66 @@ static void wait_for_stop(const sigset_t *set, FILE *err) {
     fprintf(err, "ferrum serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
+/* The model once per device group: group 0 as every command opens it (its own pinned
+ * device); with --groups K, every group on an unpinned device of -t/K workers of its own
+ * (pinned pools would all take CPUs 0, 1, ...), the weights mapped once by the OS. */
+typedef struct groups {
+    fe_lm_model *m[MAX_GROUPS];
+    fe_device *dev[MAX_GROUPS];
+    int n;
+} groups;
+
+static void groups_close(groups *g) {
+    for (int i = 0; i < g->n; i++) {
+        fe_lm_model_close(g->m[i]);
+        fe_device_destroy(g->dev[i]);
+    }
+    g->n = 0;
+}
+
+static int groups_open(const serve_args *a, const fe_cli_io *io, groups *g) {
+    if (a->groups == 1) {
+        int code = model_open(&a->model, false, "serve", io, &g->m[0]);
+        g->n = code == FE_EXIT_OK;
+        return code;
+    }
+    int workers = (a->model.threads ? (int)a->model.threads : fe_device_cpus_allowed()) / (int)a->groups;
+    fprintf(io->err, "ferrum: mapping %s %lld times, each over %d unpinned workers...\n", a->model.model,
+            (long long)a->groups, workers);
+    for (int i = 0; i < a->groups; i++) {
+        fe_device_options d = fe_device_options_default();
+        d.n_workers = workers;
+        d.pin = false;
+        fe_error err = {0};
+        fe_lm_open_options o = fe_lm_open_options_default();
+        o.tokenizer = a->model.tokenizer;
+        o.prefault = false;
+        if (fe_device_create(&d, &g->dev[i], &err) == FE_OK) {
+            o.device = g->dev[i];
+            g->n++;
+            if (fe_lm_model_open(a->model.model, &o, &g->m[i], &err) == FE_OK) continue;
+        }
+        groups_close(g);
+        return cli_fail(io->err, "serve", "", err.message);
+    }
+    return FE_EXIT_OK;
+}
+
 static int run(serve_args *a, const fe_cli_io *io) {
-    fe_lm_model *m = NULL;
-    int code = model_open(&a->model, false, "serve", io, &m);
+    groups g = {0};
+    int code = groups_open(a, io, &g);
     if (code != FE_EXIT_OK) return code;
+    fe_lm_model *m = g.m[0];
     fe_lm_model_info info;
     fe_lm_model_get_info(m, &info);
     if (!info.tokenizer) {
-        fe_lm_model_close(m);
+        groups_close(&g);
         return cli_fail(io->err, "serve", "the model has no tokenizer", "give --tokenizer tokenizer.json");
     }
     model_read_in(m, io);
     int64_t ctx = a->ctx ? a->ctx : (info.context > 0 && info.context < 2048 ? info.context : 2048);
     if (info.context > 0 && ctx > info.context) {
-        fe_lm_model_close(m);
+        groups_close(&g);
         return cli_refuse(io->err, "serve", "--ctx %lld passes the model's context of %lld; give "
                           "at most %lld", (long long)ctx, (long long)info.context, (long long)info.context);
     }
@@ -142,17 +204,17 @@ static int run(serve_args *a, const fe_cli_io *io) {
     signal(SIGPIPE, SIG_IGN);
     serve_server *s = NULL;
     fe_error err = {0};
-    if (server_start(m, &o, &s, &err) != FE_OK) {
-        fe_lm_model_close(m);
+    if (server_start(g.m, g.n, &o, &s, &err) != FE_OK) {
+        groups_close(&g);
         return cli_fail(io->err, "serve", "", err.message);
     }
     fprintf(io->err, "ferrum serve: listening on http://%s:%d (model \"%s\", %lld slots of %lld "
-            "rows, queue %lld)\n", a->host, server_port(s), o.model_id, (long long)a->parallel,
-            (long long)ctx, (long long)a->queue);
+            "rows in %d device group%s, queue %lld)\n", a->host, server_port(s), o.model_id,
+            (long long)a->parallel, (long long)ctx, g.n, g.n == 1 ? "" : "s", (long long)a->queue);
     fflush(io->err);
     wait_for_stop(&set, io->err);
     server_stop(s);
-    fe_lm_model_close(m);
+    groups_close(&g);
     return FE_EXIT_OK;
 }
 
@@ -160,7 +222,7 @@ int fe_cmd_serve(int argc, char **argv, const fe_cli_io *io) {
     serve_args a = {.model = model_args_default(), .host = "127.0.0.1", .port = 8080,
                     .parallel = 4, .chunk = 256, .queue = 16, .max_body = 1 << 20,
                     .max_tokens = 1024, .request_seconds = 300, .client_seconds = 30,
-                    .max_connections = 64};
+                    .max_connections = 64, .groups = 1};
     arg_opt t[MAX_SERVE_OPTS];
     arg_spec sp = {.cmd = "serve", .synopsis = synopsis, .opts = t,
                    .n_opts = serve_options_table(&a, t), .max_positional = 1,

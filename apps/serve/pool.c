@@ -43,6 +43,7 @@ static void turn_give(turns *t) {
 typedef struct slot {
     serve_pool *pool;
     int index;
+    turns *turns;        /* its device group's */
     fe_lm_session *s;
     pthread_t thread;
     pthread_cond_t cv;   /* under pool->mu: a job was given, or the pool stops */
@@ -56,10 +57,10 @@ typedef struct slot {
 } slot;
 
 struct serve_pool {
-    fe_lm_model *m;
     pool_options o;
     serve_metrics *metrics;
-    turns turns;
+    turns *turns;      /* one per device group */
+    int n_groups;
     pthread_mutex_t mu;
     serve_job **queue; /* FIFO ring of q_cap = max(o.queue, 1) */
     int q_head, q_len, q_cap;
@@ -221,8 +222,8 @@ static int on_token(void *user, int32_t tok, const char *text, size_t len) {
     bool stop = must_stop_locked(j);
     pthread_mutex_unlock(&j->mu);
     if (stop || tok < 0) return 1;
-    turn_give(&s->pool->turns);
-    turn_take(&s->pool->turns);
+    turn_give(s->turns);
+    turn_take(s->turns);
     return 0;
 }
 
@@ -235,9 +236,9 @@ static bool prefill_in_turns(slot *s, serve_job *j) {
         bool stop = must_stop_locked(j);
         pthread_mutex_unlock(&j->mu);
         if (stop) return false;
-        turn_take(&s->pool->turns);
+        turn_take(s->turns);
         fe_status st = fe_lm_session_prefill(s->s, j->ids, n, NULL);
-        turn_give(&s->pool->turns);
+        turn_give(s->turns);
         if (st != FE_OK) {
             pthread_mutex_lock(&j->mu);
             serve_error_set(&j->err, 500, "server_error", NULL, NULL, "prefill: %s",
@@ -282,9 +283,9 @@ static void run_job(slot *s, serve_job *j) {
         s->first_chunk = true;
         s->generated = 0;
         fe_lm_generate_result res;
-        turn_take(&s->pool->turns);
+        turn_take(s->turns);
         fe_status st = fe_lm_session_generate(s->s, j->ids, j->n_ids, &sp, &stop, on_token, s, &res);
-        turn_give(&s->pool->turns);
+        turn_give(s->turns);
         pthread_mutex_lock(&j->mu);
         if (st != FE_OK && j->end == JOB_RUNNING) {
             serve_error_set(&j->err, 500, "server_error", NULL, NULL, "generate: %s",
@@ -349,21 +350,26 @@ static void *worker(void *arg) {
 
 /* ---- the pool ---- */
 
-fe_status pool_create(fe_lm_model *m, const pool_options *o, serve_metrics *metrics,
-                      serve_pool **out, fe_error *err) {
+fe_status pool_create(fe_lm_model *const *models, int n_models, const pool_options *o,
+                      serve_metrics *metrics, serve_pool **out, fe_error *err) {
     *out = NULL;
     serve_pool *p = calloc(1, sizeof *p);
     if (!p) return pool_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
-    p->m = m;
     p->o = *o;
     p->metrics = metrics;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_mutex_init(&p->turns.mu, NULL);
-    pthread_cond_init(&p->turns.cv, NULL);
+    p->turns = calloc((size_t)n_models, sizeof *p->turns);
+    if (p->turns) {
+        p->n_groups = n_models;
+        for (int g = 0; g < n_models; g++) {
+            pthread_mutex_init(&p->turns[g].mu, NULL);
+            pthread_cond_init(&p->turns[g].cv, NULL);
+        }
+    }
     p->q_cap = o->queue > 0 ? o->queue : 1;
     p->queue = calloc((size_t)p->q_cap, sizeof *p->queue);
     p->slots = calloc((size_t)o->slots, sizeof *p->slots);
-    if (!p->queue || !p->slots) {
+    if (!p->turns || !p->queue || !p->slots) {
         pool_destroy(p);
         return pool_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
     }
@@ -374,9 +380,10 @@ fe_status pool_create(fe_lm_model *m, const pool_options *o, serve_metrics *metr
         slot *s = &p->slots[i];
         s->pool = p;
         s->index = i;
+        s->turns = &p->turns[i % n_models];
         pthread_cond_init(&s->cv, NULL);
         fe_error e = {0};
-        if (fe_lm_session_create(m, &so, &s->s, &e) != FE_OK) {
+        if (fe_lm_session_create(models[i % n_models], &so, &s->s, &e) != FE_OK) {
             fe_status st = pool_fail(err, e.status ? e.status : FE_E_STATE, "slot %d: %s", i, e.message);
             pool_destroy(p);
             return st;
@@ -432,7 +439,10 @@ void pool_destroy(serve_pool *p) {
     free(p->slots);
     free(p->queue);
     pthread_mutex_destroy(&p->mu);
-    pthread_mutex_destroy(&p->turns.mu);
-    pthread_cond_destroy(&p->turns.cv);
+    for (int g = 0; g < p->n_groups; g++) {
+        pthread_mutex_destroy(&p->turns[g].mu);
+        pthread_cond_destroy(&p->turns[g].cv);
+    }
+    free(p->turns);
     free(p);
 }

@@ -3,10 +3,11 @@
  * until a slot is free, and goes to the free slot whose cache shares the longest prefix with
  * its prompt (a shared system prompt is reused, not recomputed).
  *
- * The slots share the model's device, which runs one dispatch at a time, so they take turns
- * (a FIFO ticket): a slot holds the device for one prefill chunk or one decode step, then
- * lets every slot waiting go first. A prompt is prefilled a chunk per turn, so a long prompt
- * never stalls the others' decode by more than a chunk.
+ * The slots of a device group share its model's device, which runs one dispatch at a time,
+ * so they take turns (a FIFO ticket): a slot holds the device for one prefill chunk or one
+ * decode step, then lets every slot waiting go first. A prompt is prefilled a chunk per turn,
+ * so a long prompt never stalls the others' decode by more than a chunk. Groups (the same
+ * model opened over devices of their own) run side by side; slot i is in group i mod K.
  *
  * A job streams its output as server-sent events (or keeps its text for a whole answer) into
  * its own buffer, which the HTTP side drains. A job cancelled (its client gone) or past its
@@ -71,10 +72,11 @@ typedef struct serve_job {
     double ttft_s, decode_s;
 } serve_job;
 
-/* Creates the slots' sessions over m (borrowed, must outlive the pool) and starts their
- * workers. On error *out is NULL and err says why. */
-fe_status pool_create(fe_lm_model *m, const pool_options *o, serve_metrics *metrics,
-                      serve_pool **out, fe_error *err);
+/* Creates the slots' sessions over models[0..n_models) (one per device group, each on a
+ * device of its own; borrowed, they must outlive the pool) and starts their workers. On error
+ * *out is NULL and err says why. */
+fe_status pool_create(fe_lm_model *const *models, int n_models, const pool_options *o,
+                      serve_metrics *metrics, serve_pool **out, fe_error *err);
 /* Stops the workers: jobs running are cancelled, jobs queued end cancelled, and submit
  * refuses from then on. Once is enough; NULL allowed. */
 void pool_stop(serve_pool *p);

@@ -495,7 +495,9 @@ static fe_status fail(fe_error *err, fe_status st, const char *fmt, ...) {
     return st;
 }
 
-fe_status server_start(fe_lm_model *m, const serve_options *o, serve_server **out, fe_error *err) {
+fe_status server_start(fe_lm_model *const *models, int n_models, const serve_options *o,
+                       serve_server **out, fe_error *err) {
+    fe_lm_model *m = models[0];
     *out = NULL;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     if (inet_pton(AF_INET, o->host, &addr.sin_addr) != 1)
@@ -509,7 +511,7 @@ fe_status server_start(fe_lm_model *m, const serve_options *o, serve_server **ou
     pthread_mutex_init(&s->model_mu, NULL);
     pthread_mutex_init(&s->id_mu, NULL);
     metrics_init(&s->metrics, o->pool.slots);
-    fe_status st = pool_create(m, &o->pool, &s->metrics, &s->pool, err);
+    fe_status st = pool_create(models, n_models, &o->pool, &s->metrics, &s->pool, err);
     if (st != FE_OK) {
         server_stop(s);
         return st;

@@ -35,9 +35,11 @@ typedef struct serve_options {
 
 typedef struct serve_server serve_server;
 
-/* Starts the pool over m (borrowed: it must outlive the server) and listens. On error *out
- * is NULL and err says why. */
-fe_status server_start(fe_lm_model *m, const serve_options *o, serve_server **out, fe_error *err);
+/* Starts the pool over models[0..n_models) (the same model opened once per device group;
+ * borrowed: they must outlive the server; the first tokenizes) and listens. On error *out is
+ * NULL and err says why. */
+fe_status server_start(fe_lm_model *const *models, int n_models, const serve_options *o,
+                       serve_server **out, fe_error *err);
 /* The port listened on. */
 int server_port(const serve_server *s);
 /* Stops listening, cancels what runs, frees everything. NULL allowed. */

@@ -8,7 +8,7 @@ Groups: api (every endpoint through the openai client, usage counts, prefix reus
 faults (malformed bodies, unknown model, limits, API key, queue full, time limit, slow
 client: each a clean 4xx/5xx naming its rule, and the server keeps serving), equal (the
 server's tokens equal `ferrum generate`'s for the same prompt and seed, alone and beside
-other requests), disconnect (a client gone mid-stream frees its slot at the next step).
+other requests, over two device groups), disconnect (a client gone mid-stream frees its slot at the next step).
 
 Only 127.0.0.1 is ever contacted. Every wait is bounded. Exit 0 when every claim holds;
 otherwise the failed claim and the server's log on stderr, exit 1. Run by tests/test_serve.c."""
@@ -316,7 +316,9 @@ def generate(a, *args):
 
 
 def group_equal(a):
-    s = Server(a.ferrum, a.model, "--parallel", "3", "--ctx", "512")
+    # two device groups (slots 0 and 2 take turns on one device, slot 1 runs beside them on
+    # another, each with half the workers generate uses): the tokens do not change
+    s = Server(a.ferrum, a.model, "--parallel", "3", "--groups", "2", "--ctx", "512")
     mid = model_id(a.model)
     try:
         c = s.client()
