@@ -239,6 +239,81 @@ static void a_prompt_in_pieces_gives_the_same_logits(void **state) {
     fe_lm_free(ids);
 }
 
+/* ---- the public fe_lm_batch ---- */
+
+typedef struct collected {
+    char text[2048];
+    size_t len;
+    int tokens, stop_after; /* stop_after > 0: the callback asks to stop at that token */
+} collected;
+
+static int collect(void *user, int32_t tok, const char *text, size_t len) {
+    collected *c = user;
+    if (c->len + len < sizeof c->text) memcpy(c->text + c->len, text, len), c->len += len;
+    c->text[c->len] = '\0';
+    if (tok >= 0) c->tokens++;
+    return c->stop_after > 0 && c->tokens >= c->stop_after;
+}
+
+/* Three generations started together (one more later), stepped to the end: each one's text
+ * is a session's generate for the same prompt (f32 dot products: the decode rows are within
+ * 1e-6 of the session's, far from any greedy tie here), its stop string and max_tokens hold,
+ * and a callback that asks to stop ends only its own slot. */
+static void batch_generations_match_session_generations(void **state) {
+    fixture *f = need(state);
+    fe_lm_batch_options o = fe_lm_batch_options_default();
+    o.slots = SLOTS;
+    o.max_seq_len = CTX;
+    o.chunk = CHUNK;
+    o.decode_dot = FE_LM_DECODE_DOT_F32;
+    fe_lm_batch *b = NULL;
+    assert_int_equal(fe_lm_batch_create(f->m, &o, &b, NULL), FE_OK);
+    const char *texts[SLOTS + 1] = {"Once upon a time", "The capital of France is", "1, 2, 3, 4,",
+                                    "def add(a, b):"};
+    collected got[SLOTS + 1] = {{.len = 0}}, want[SLOTS + 1] = {{.len = 0}};
+    got[2].stop_after = want[2].stop_after = 5;
+    fe_lm_stop stop = fe_lm_stop_default();
+    stop.max_tokens = 20;
+    fe_lm_stop stop1 = stop;
+    stop1.strings[0] = ".";
+    stop1.n_strings = 1;
+    for (int i = 0; i <= SLOTS; i++) {
+        int32_t *ids;
+        int64_t n;
+        prompt(f, texts[i], &ids, &n);
+        fe_lm_session *ses = session(f);
+        assert_int_equal(fe_lm_session_generate(ses, ids, n, NULL, i == 1 ? &stop1 : &stop, collect, &want[i], NULL), FE_OK);
+        fe_lm_session_destroy(ses);
+        if (i < SLOTS) assert_int_equal(fe_lm_batch_start(b, i, ids, n, NULL, i == 1 ? &stop1 : &stop, collect, &got[i]), FE_OK);
+        fe_lm_free(ids);
+    }
+    int running = SLOTS, steps = 0, late = -1;
+    fe_lm_generate_result r[SLOTS + 1];
+    while (running && steps++ < 200) {
+        assert_int_equal(fe_lm_batch_step(b, &running), FE_OK);
+        for (int i = 0; i < SLOTS; i++)
+            if (fe_lm_batch_finished(b, i, &r[late < 0 ? i : SLOTS]) && late < 0) {
+                late = i; /* the fourth prompt takes the first slot free */
+                int32_t *ids;
+                int64_t n;
+                prompt(f, texts[SLOTS], &ids, &n);
+                assert_int_equal(fe_lm_batch_start(b, i, ids, n, NULL, &stop, collect, &got[SLOTS]), FE_OK);
+                assert_int_equal(fe_lm_batch_start(b, i, ids, n, NULL, &stop, collect, &got[SLOTS]), FE_E_STATE);
+                fe_lm_free(ids);
+                running++;
+            }
+    }
+    assert_int_equal(running, 0);
+    for (int i = 0; i <= SLOTS; i++)
+        if (strcmp(got[i].text, want[i].text) != 0)
+            fail_msg("prompt %d: batch \"%s\" != session \"%s\"", i, got[i].text, want[i].text);
+    assert_int_equal(r[late].stop_reason, late == 2 ? FE_LM_STOP_CALLBACK : late == 1 ? FE_LM_STOP_STRING : FE_LM_STOP_LENGTH);
+    assert_int_equal(got[2].tokens, 5);
+    assert_int_equal(got[0].tokens, 20);
+    assert_null(strchr(got[1].text, '.'));
+    fe_lm_batch_destroy(b);
+}
+
 static void bad_rows_are_refused_by_name(void **state) {
     fixture *f = need(state);
     int slots[2] = {0, 0};
@@ -262,6 +337,7 @@ int main(void) {
         cmocka_unit_test(decode_rows_follow_their_sessions),
         cmocka_unit_test(int8_decode_rows_stay_close_to_their_sessions),
         cmocka_unit_test(a_prompt_in_pieces_gives_the_same_logits),
+        cmocka_unit_test(batch_generations_match_session_generations),
         cmocka_unit_test(bad_rows_are_refused_by_name),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
