@@ -17,6 +17,7 @@ typedef struct serve_args {
     const char *host, *api_key, *alias;
     int64_t port, parallel, ctx, chunk, queue, max_body, max_prompt_tokens, max_tokens;
     int64_t request_seconds, client_seconds, max_connections, groups;
+    bool batch;
 } serve_args;
 
 enum { MAX_GROUPS = 16 };
@@ -44,6 +45,12 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
             "with its own copy of the model's state over the same mapped weights; slot i is in "
             "group i mod K, and the K groups decode side by side (within a group the slots take "
             "turns). For a small model on many cores, whose one decode step cannot use them all"),
+        {"batch", 0, ARG_FLAG, NULL, "batched decode: a group's slots are the rows of one "
+         "batch, and every step is one decode call for all of them (matrix products over the "
+         "rows), with the prompts' chunks run between steps. Up to 4 rows decoding together "
+         "its tokens are `ferrum generate`'s (GEMVs over the rows); with more, GEMMs (cheaper "
+         "from about 5 rows) give tokens close to, not always equal to, them. At most 12 slots "
+         "a group", NULL, .flag = &a->batch},
         INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
             "prompt rows per prefill turn; the slots decoding wait at most one chunk"),
         INT("queue", 0, "N", &a->queue, 0, 1 << 16, "16",
@@ -194,7 +201,8 @@ static int run(serve_args *a, const fe_cli_io *io) {
         .max_prompt_tokens = a->max_prompt_tokens ? a->max_prompt_tokens : ctx - 1,
         .max_tokens = a->max_tokens, .request_seconds = (double)a->request_seconds,
         .client_seconds = (unsigned)a->client_seconds, .max_connections = (unsigned)a->max_connections,
-        .pool = {.slots = (int)a->parallel, .ctx = ctx, .chunk = a->chunk, .queue = (int)a->queue},
+        .pool = {.slots = (int)a->parallel, .ctx = ctx, .chunk = a->chunk, .queue = (int)a->queue,
+                 .batch = a->batch},
     };
     sigset_t set;
     sigemptyset(&set);
@@ -209,8 +217,9 @@ static int run(serve_args *a, const fe_cli_io *io) {
         return cli_fail(io->err, "serve", "", err.message);
     }
     fprintf(io->err, "ferrum serve: listening on http://%s:%d (model \"%s\", %lld slots of %lld "
-            "rows in %d device group%s, queue %lld)\n", a->host, server_port(s), o.model_id,
-            (long long)a->parallel, (long long)ctx, g.n, g.n == 1 ? "" : "s", (long long)a->queue);
+            "rows in %d device group%s%s, queue %lld)\n", a->host, server_port(s), o.model_id,
+            (long long)a->parallel, (long long)ctx, g.n, g.n == 1 ? "" : "s",
+            a->batch ? ", batched decode" : "", (long long)a->queue);
     fflush(io->err);
     wait_for_stop(&set, io->err);
     server_stop(s);

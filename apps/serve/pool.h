@@ -9,6 +9,10 @@
  * so a long prompt never stalls the others' decode by more than a chunk. Groups (the same
  * model opened over devices of their own) run side by side; slot i is in group i mod K.
  *
+ * Batch mode: a group's slots are the rows of one fe_lm_batch, stepped by the group's own
+ * thread: each step a prefill chunk for every slot in its prompt, then one decode call for
+ * every slot generating (the weights read once for all of them).
+ *
  * A job streams its output as server-sent events (or keeps its text for a whole answer) into
  * its own buffer, which the HTTP side drains. A job cancelled (its client gone) or past its
  * time limit stops at the next step and frees its slot. */
@@ -31,6 +35,8 @@ typedef struct pool_options {
     int64_t ctx;         /* KV cache rows per slot */
     int64_t chunk;       /* prefill rows per turn */
     int queue;           /* jobs that may wait for a slot; past it, submit refuses */
+    bool batch;          /* a group's slots are the rows of one batch (fe_lm_batch): one decode
+                          * call a step for all of them, instead of turns between sessions */
 } pool_options;
 
 typedef struct pool_text {

@@ -316,11 +316,13 @@ FE_API fe_status fe_lm_session_generate(fe_lm_session *s, const int32_t *ids, in
 /* A batch generates for up to `slots` sequences at once over one model: each slot has its own
  * KV cache rows; every fe_lm_batch_step runs one prefill chunk for each slot still in its
  * prompt, then ONE decode call for every slot generating (its matrix products over all of
- * them: each weight read once per step). Sampling is on the host for every slot (the same
- * draws as a session's host sampler). A slot's prompt logits are a session's, bit for bit;
- * its decode logits are close to a session's decode step, not equal (the products are GEMMs
- * over the rows, not GEMVs: with f32 dot products within ~1e-6 of the logits' spread, with
- * the default int8 activations within a few percent), so greedy tokens may part from
+ * them). Sampling is on the host for every slot (the same draws as a session's host
+ * sampler). A slot's prompt logits are a session's, bit for bit. Its decode logits are too
+ * while at most 4 slots decode together (GEMVs over the rows, the session's arithmetic per
+ * row, each weight row read once for them all); with more, the products are GEMMs (each
+ * weight decoded once a step for every row: cheaper from about 5 rows on a CPU) and the
+ * logits only close to a session's (within ~1e-6 of their spread with f32 dot products, a
+ * few percent with the default int8 activations), so greedy tokens may part from
  * fe_lm_session_generate's after a while. One caller at a time. */
 typedef struct fe_lm_batch fe_lm_batch;
 

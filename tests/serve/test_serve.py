@@ -8,7 +8,8 @@ Groups: api (every endpoint through the openai client, usage counts, prefix reus
 faults (malformed bodies, unknown model, limits, API key, queue full, time limit, slow
 client: each a clean 4xx/5xx naming its rule, and the server keeps serving), equal (the
 server's tokens equal `ferrum generate`'s for the same prompt and seed, alone and beside
-other requests, over two device groups), disconnect (a client gone mid-stream frees its slot at the next step).
+other requests, over two device groups), disconnect (a client gone mid-stream frees its slot
+at the next step), batch (equal and disconnect again, with --batch).
 
 Only 127.0.0.1 is ever contacted. Every wait is bounded. Exit 0 when every claim holds;
 otherwise the failed claim and the server's log on stderr, exit 1. Run by tests/test_serve.c."""
@@ -272,24 +273,38 @@ def group_faults(a):
         events = [l[6:] for l in body.decode().splitlines() if l.startswith("data: ")]
         claim(events[-1] == "[DONE]" and "error" in json.loads(events[-2]), f"streamed time limit: {events[-2:]}")
 
-        # queue 0, one slot: a second request while one runs gets 503 with Retry-After
-        holder = threading.Thread(target=lambda: curl(s, *auth, "-d", json.dumps(long_req), "URL/v1/completions"))
-        holder.start()
-        deadline = time.time() + 20
-        while metric(s, "ferrum_slots_busy") < 1 and time.time() < deadline:
-            time.sleep(0.05)
-        status, headers, body = http(s, "POST", "/v1/completions", dict(long_req, max_tokens=2),
-                                     {"Authorization": "Bearer " + key})
+        claim(metric(s, "ferrum_requests_timed_out_total") >= 2, "time-limited requests counted")
+        status, body = curl(s, *auth, "-d", good, chat)
+        claim(status == 200, "still serving after every fault")
+    finally:
+        s.stop()
+
+    # one slot, no queue: a second request while one runs gets 503 with Retry-After; a slow
+    # client never holds the slot
+    s = Server(a.ferrum, a.model, "--parallel", "1", "--queue", "0", "--ctx", "512", "--client-timeout", "2")
+    try:
+        body = json.dumps({"model": mid, "prompt": "Once upon a time", "max_tokens": 480, "stream": True}).encode()
+        holder = socket.create_connection((HOST, s.port), timeout=30)
+        holder.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        claim(holder.recv(4096).startswith(b"HTTP/1.1 200"), "the holder streams")
+        claim(metric(s, "ferrum_slots_busy") == 1, "the holder holds the one slot")
+        status, headers, body = http(s, "POST", "/v1/completions", {"model": mid, "prompt": "Hi", "max_tokens": 2})
         claim(status == 503 and headers.get("Retry-After") == "1", f"queue full: {status} {headers}")
         error_of(body, status, "--queue")
-        holder.join(30)
+        claim(metric(s, "ferrum_requests_rejected_busy_total") == 1, "the 503 counted")
+        holder.close()
+        deadline = time.time() + 20
+        while metric(s, "ferrum_slots_busy") > 0 and time.time() < deadline:
+            time.sleep(0.05)
 
         # a slow client: headers, half a body, then silence; it is dropped and never held the slot
         sock = socket.create_connection((HOST, s.port), timeout=10)
-        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key.encode() +
-                     b"\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"model\":")
-        status, body = curl(s, *auth, "-d", good, chat)
-        claim(status == 200, f"served while a slow client trickles: {status}")
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 500\r\n\r\n{\"model\":")
+        plain = ["-H", "Content-Type: application/json"]
+        status, body = curl(s, *plain, "-d", good, chat)
+        claim(status == 200, f"served while a slow client trickles: {status} {body[:200]!r}")
         sock.settimeout(10)
         t0 = time.time()
         try:
@@ -298,9 +313,7 @@ def group_faults(a):
             rest = None
         claim(rest is not None and time.time() - t0 < 9, "the slow client was dropped within its timeout")
         sock.close()
-        claim(metric(s, "ferrum_requests_timed_out_total") >= 2, "time-limited requests counted")
-        claim(metric(s, "ferrum_requests_rejected_busy_total") >= 1, "503s counted")
-        status, body = curl(s, *auth, "-d", good, chat)
+        status, body = curl(s, *plain, "-d", good, chat)
         claim(status == 200, "still serving after every fault")
     finally:
         s.stop()
@@ -315,10 +328,10 @@ def generate(a, *args):
     return json.loads(out.stdout)
 
 
-def group_equal(a):
-    # two device groups (slots 0 and 2 take turns on one device, slot 1 runs beside them on
-    # another, each with half the workers generate uses): the tokens do not change
-    s = Server(a.ferrum, a.model, "--parallel", "3", "--groups", "2", "--ctx", "512")
+def group_equal(a, *server_args):
+    # by default two device groups (slots 0 and 2 take turns on one device, slot 1 runs beside
+    # them on another, each with half the workers generate uses): the tokens do not change
+    s = Server(a.ferrum, a.model, *(server_args or ("--parallel", "3", "--groups", "2")), "--ctx", "512")
     mid = model_id(a.model)
     try:
         c = s.client()
@@ -362,8 +375,8 @@ def group_equal(a):
 
 # ---- disconnect ----
 
-def group_disconnect(a):
-    s = Server(a.ferrum, a.model, "--parallel", "1", "--ctx", "1024")
+def group_disconnect(a, *server_args):
+    s = Server(a.ferrum, a.model, "--parallel", "1", "--ctx", "1024", *server_args)
     mid = model_id(a.model)
     try:
         body = json.dumps({"model": mid, "prompt": "Once upon a time", "max_tokens": 900, "temperature": 0,
@@ -390,7 +403,15 @@ def group_disconnect(a):
         s.stop()
 
 
-GROUPS = {"api": group_api, "faults": group_faults, "equal": group_equal, "disconnect": group_disconnect}
+def group_batch(a):
+    """--batch: three slots decoded by one call a step (GEMVs over the rows) give generate's
+    tokens alone and side by side; a disconnect ends its row at the next step."""
+    group_equal(a, "--batch", "--parallel", "3")
+    group_disconnect(a, "--batch")
+
+
+GROUPS = {"api": group_api, "faults": group_faults, "equal": group_equal, "disconnect": group_disconnect,
+          "batch": group_batch}
 
 
 def main():

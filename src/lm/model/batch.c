@@ -93,6 +93,19 @@ static fe_h gated(fe_trace *t, mm_mode mm, fe_h a, fe_h wg, fe_h wu) {
     return fe_apply(t, "ElementwiseMul", in, 2, NULL, 0, NULL, 0);
 }
 
+/* y = epilogue(W a) for every row of a decode step (causal.c's gemv()): a normalised in
+ * the GEMV's prologue when norm is a tensor, int8 activations where int8_for */
+static fe_h gemv(fe_trace *t, mm_mode mm, fe_h w, fe_h x, fe_h norm, fe_h up, fe_h res,
+                 const char *epi) {
+    fe_h in[5] = {w, x, up, res, norm};
+    fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
+                       {"eps", mm.eps}};
+    int n_in = norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
+    if (int8_for(t, mm, w)) s[n++] = s[1];
+    if (norm.id) s[n++] = s[2], s[n++] = s[3];
+    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
+}
+
 /* The feed-forward half of a layer over every row, and the residual. */
 static fe_h ffn(fe_trace *t, mm_mode mm, int64_t l, fe_h x) {
     fe_h h = rmsnorm(t, x, layer_weight(t, l, "ffn_norm"), mm.eps);
@@ -151,49 +164,97 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     return fe_trace_status(t);
 }
 
-/* The decode step: B rows, row r in slot "slot<r>" at position "pos<r>". */
+/* What the per-row steps of a decode layer need. */
+typedef struct rows_ctx {
+    const fe_batch *b;
+    int64_t B;
+    fe_val slot[FE_BATCH_MAX_ROWS], pos[FE_BATCH_MAX_ROWS];
+    fe_h rope, att; /* att: (B, heads, head_dim), the attention of every row */
+    fe_setting form;
+} rows_ctx;
+
+/* Row by row: rotated K and V into the row's slot at its position, its query rotated, its
+ * attention over the slot's rows up to it into att[r]. q (B, heads, hd), k, v (B, kv, hd). */
+static void attend_rows(fe_trace *t, const rows_ctx *rc, int64_t l, fe_h q, fe_h k, fe_h v) {
+    for (int r = 0; r < rc->B; r++) {
+        fe_h kc = slot_cache(t, rc->b, l, "k", rc->slot[r]), vc = slot_cache(t, rc->b, l, "v", rc->slot[r]);
+        fe_val row = fe_const(r), one = fe_const(1), pos = rc->pos[r];
+        fe_value_set at = {"pos", pos};
+        fe_h kr[2] = {fe_window(t, k, 0, row, 1, one), rc->rope};
+        fe_apply_into(t, fe_window(t, kc, 0, pos, 1, one), "RoPE", kr, 2, &rc->form, 1, &at, 1);
+        fe_copy_into(t, fe_window(t, vc, 0, pos, 1, one), fe_window(t, v, 0, row, 1, one));
+        fe_h qr[2] = {fe_window(t, q, 0, row, 1, one), rc->rope};
+        fe_h qrow = fe_apply(t, "RoPE", qr, 2, &rc->form, 1, &at, 1);
+        fe_val len = fe_val_add(pos, 1);
+        fe_h att_in[3] = {qrow, fe_bound(t, kc, 0, len), fe_bound(t, vc, 0, len)};
+        fe_value_set off = {"q_offset", pos};
+        fe_apply_into(t, fe_window(t, rc->att, 0, row, 1, one), "MHA", att_in, 3, NULL, 0, &off, 1);
+    }
+}
+
+/* One layer over B rows as causal.c's decode step does it: GEMVs with the RMSNorm prologue
+ * and the epilogues folded in. Per row the same arithmetic as a decode step of one row. */
+static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, mm_mode mm, int64_t l, fe_h x) {
+    const fe_lm_config *c = &rc->b->w->cfg;
+    int64_t B = rc->B, hd = c->head_dim;
+    int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
+    fe_h none = FE_NO_TENSOR, an = layer_weight(t, l, "attn_norm");
+    fe_h q = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wq"), x, an, none, none, "none"), 3, qs);
+    fe_h k = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wk"), x, an, none, none, "none"), 3, ks);
+    fe_h v = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wv"), x, an, none, none, "none"), 3, ks);
+    attend_rows(t, rc, l, q, k, v);
+    x = gemv(t, mm, layer_weight(t, l, "wo"), fe_reshape(t, rc->att, 2, flat), none, none, x, "residual");
+    fe_h fn = layer_weight(t, l, "ffn_norm");
+    fe_h a = gemv(t, mm, layer_weight(t, l, "w_gate"), x, fn, layer_weight(t, l, "w_up"), none, "swiglu");
+    return gemv(t, mm, layer_weight(t, l, "w_down"), a, none, none, x, "residual");
+}
+
+/* One layer over B rows as a prefill chunk does it: RMSNorm, then GEMMs over the rows. */
+static fe_h layer_gemm(fe_trace *t, const rows_ctx *rc, mm_mode mm, int64_t l, fe_h x) {
+    const fe_lm_config *c = &rc->b->w->cfg;
+    int64_t B = rc->B, hd = c->head_dim;
+    int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
+    fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), mm.eps);
+    fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
+    fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
+    fe_h v = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wv")), 3, ks);
+    attend_rows(t, rc, l, q, k, v);
+    x = project_add(t, mm, fe_reshape(t, rc->att, 2, flat), layer_weight(t, l, "wo"), x);
+    return ffn(t, mm, l, x);
+}
+
+/* The decode step: B rows (the input's length: one version per compiled size), row r in
+ * slot "slot<r>" at position "pos<r>". Up to FE_BATCH_GEMV_ROWS rows its products are GEMVs
+ * over the rows (bit-identical per row to the single-sequence decode step; their cost grows
+ * with the rows on a CPU where decoding the weight blocks, not reading them, bounds it);
+ * past that GEMMs (a cost nearly flat in the rows, above a few GEMV rows'; not
+ * bit-identical: they sum in another order). */
 static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
-    int64_t hd = c->head_dim, B = b->o.slots;
-    mm_mode mm = {false, b->decode_int8, c->rms_eps};
-    fe_val slot[FE_BATCH_MAX_ROWS], pos[FE_BATCH_MAX_ROWS];
-    for (int r = 0; r < B; r++) {
+    int64_t shape[FE_MAX_RANK];
+    fe_shape(t, fe_input(t, "rows"), shape);
+    rows_ctx rc = {.b = b, .B = shape[0], .rope = fe_weight(t, "rope"),
+                   .form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half")};
+    for (int r = 0; r < rc.B; r++) {
         char name[16];
         snprintf(name, sizeof name, "slot%d", r);
-        slot[r] = fe_scratchpad(t, name);
+        rc.slot[r] = fe_scratchpad(t, name);
         snprintf(name, sizeof name, "pos%d", r);
-        pos[r] = fe_scratchpad(t, name);
+        rc.pos[r] = fe_scratchpad(t, name);
     }
+    int64_t qs[3] = {rc.B, c->n_heads, c->head_dim};
+    char att_name[32];
+    snprintf(att_name, sizeof att_name, "attention_rows_%lld", (long long)rc.B);
+    rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
+    mm_mode mm = {false, b->decode_int8, c->rms_eps};
+    bool by_gemv = rc.B <= FE_BATCH_GEMV_ROWS;
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_input(t, "rows")); /* (B, hidden) */
-    fe_h rope = fe_weight(t, "rope");
-    fe_setting form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half");
-    int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd};
-    fe_h att = fe_state(t, "attention_rows", FE_DTYPE_F32, 3, qs); /* (B, heads, head_dim) */
-    for (int64_t l = 0; l < c->n_layers; l++) {
-        fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), mm.eps);
-        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
-        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
-        fe_h v = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wv")), 3, ks);
-        for (int r = 0; r < B; r++) {
-            fe_h kc = slot_cache(t, b, l, "k", slot[r]), vc = slot_cache(t, b, l, "v", slot[r]);
-            fe_val row = fe_const(r), one = fe_const(1);
-            fe_value_set at = {"pos", pos[r]};
-            fe_h kr[2] = {fe_window(t, k, 0, row, 1, one), rope};
-            fe_apply_into(t, fe_window(t, kc, 0, pos[r], 1, one), "RoPE", kr, 2, &form, 1, &at, 1);
-            fe_copy_into(t, fe_window(t, vc, 0, pos[r], 1, one), fe_window(t, v, 0, row, 1, one));
-            fe_h qr[2] = {fe_window(t, q, 0, row, 1, one), rope};
-            fe_h qrow = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
-            fe_val len = fe_val_add(pos[r], 1);
-            fe_h att_in[3] = {qrow, fe_bound(t, kc, 0, len), fe_bound(t, vc, 0, len)};
-            fe_value_set off = {"q_offset", pos[r]};
-            fe_apply_into(t, fe_window(t, att, 0, row, 1, one), "MHA", att_in, 3, NULL, 0, &off, 1);
-        }
-        int64_t flat[2] = {B, c->n_heads * hd};
-        x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
-        x = ffn(t, mm, l, x);
-    }
+    for (int64_t l = 0; l < c->n_layers; l++)
+        x = by_gemv ? layer_gemv(t, &rc, mm, l, x) : layer_gemm(t, &rc, mm, l, x);
     fe_h xn = rmsnorm(t, x, fe_weight(t, "norm"), c->rms_eps);
-    fe_output(t, project(t, mm, FE_NO_TENSOR, xn, fe_weight(t, "lm_head"))); /* (B, vocab) */
+    fe_h none = FE_NO_TENSOR;
+    fe_output(t, by_gemv ? gemv(t, mm, fe_weight(t, "lm_head"), xn, none, none, none, "none")
+                         : project(t, mm, FE_NO_TENSOR, xn, fe_weight(t, "lm_head"))); /* (B, vocab) */
     return fe_trace_status(t);
 }
 
@@ -231,11 +292,16 @@ static fe_status compile_versions(fe_batch *b) {
     fe_compile_options co = fe_compile_options_default();
     co.packaging = b->o.packaging;
     co.profile = b->o.profile;
-    int64_t C = b->o.chunk, B = b->o.slots;
+    int64_t C = b->o.chunk;
     fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(b->chunk, FE_DTYPE_I32, 1, &C)};
-    fe_named_tensor decode = {"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &B)};
     fe_status st = fe_graph_compile(b->g, &prefill, 1, &co);
-    if (st == FE_OK) st = fe_graph_compile(b->g, &decode, 1, &co);
+    /* decode versions of 1, 2, 4 ... rows and of every slot: a step with few sequences
+     * pays for those, not for every slot */
+    for (int64_t B = 1; st == FE_OK; B = B * 2 < b->o.slots ? B * 2 : b->o.slots) {
+        fe_named_tensor decode = {"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &B)};
+        st = fe_graph_compile(b->g, &decode, 1, &co);
+        if (B == b->o.slots) break;
+    }
     return st == FE_OK ? FE_OK : fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
 }
 
@@ -396,18 +462,21 @@ fe_status fe_batch_prefill(fe_batch *b, int slot, const int32_t *tokens, int64_t
 fe_status fe_batch_decode(fe_batch *b, const int *slots, const int32_t *tokens, int n_rows,
                           const float **logits) {
     fe_error_clear(&b->err);
-    int B = b->o.slots;
-    if (n_rows < 1 || n_rows > B)
-        return fe_error_set(&b->err, FE_E_BOUNDS, "%d rows; give 1..%d", n_rows, B);
+    if (n_rows < 1 || n_rows > b->o.slots)
+        return fe_error_set(&b->err, FE_E_BOUNDS, "%d rows; give 1..%d", n_rows, b->o.slots);
+    int B = 1; /* the smallest version that holds the rows */
+    while (B < n_rows) B *= 2;
+    if (B > b->o.slots) B = b->o.slots;
     fe_word words[2 * FE_BATCH_MAX_ROWS];
     char names[2 * FE_BATCH_MAX_ROWS][16];
     bool used[FE_BATCH_MAX_ROWS] = {0};
     for (int r = 0; r < B; r++) {
-        int s = r < n_rows ? slots[r] : B; /* rows past n_rows write to the sink slot B */
+        int s = r < n_rows ? slots[r] : b->o.slots; /* rows past n_rows: the sink slot */
         int64_t p = 0;
         if (r < n_rows) {
-            if (s < 0 || s >= B || used[s])
-                return fe_error_set(&b->err, FE_E_BOUNDS, "row %d: slot %d; give distinct slots in 0..%d", r, s, B - 1);
+            if (s < 0 || s >= b->o.slots || used[s])
+                return fe_error_set(&b->err, FE_E_BOUNDS, "row %d: slot %d; give distinct slots in "
+                                    "0..%d", r, s, b->o.slots - 1);
             used[s] = true;
             p = b->n_history[s];
             if (p == 0)

@@ -1,15 +1,17 @@
 /* lm/model/batch.h: the Llama-family causal LM for many sequences at once: one graph over
  * `slots` KV caches (a state (slots + 1, max_seq_len, n_kv_heads, head_dim) per layer and
- * K/V; the extra slot is a sink the unused rows of a decode call write to), with two
+ * K/V; the extra slot is a sink the unused rows of a decode call write to), with its
  * versions:
  * - a prefill chunk of C rows for one slot (a per-call slot index picks its cache): the
  *   same steps as the single-sequence model's prefill (causal.c), so a slot's prompt logits
  *   are bit-identical to a session's;
  * - a batched decode step of B rows, each its own slot and position (2 per-call words a
- *   row): the projections and the FFN are GEMMs over the B rows, so each weight is read once
- *   per step for every sequence; RoPE, the KV write and attention run per row against the
- *   row's own cache. Its logits are not bit-identical to the single-sequence decode step
- *   (GEMM and GEMV sum in other orders), only close: the tests bound the difference.
+ *   row): its products take every row at once (GEMVs over the rows up to
+ *   FE_BATCH_GEMV_ROWS: bit-identical per row to the single-sequence decode step; GEMMs past
+ *   it: each weight read and decoded once per step for all rows, not bit-identical); RoPE,
+ *   the KV write and attention run per row against the row's own cache. Compiled for B = 1,
+ *   2, 4 ... and every slot; a call takes the smallest that holds its rows (the rows past
+ *   them write to the sink).
  * Sampling is the caller's (host), from the logits. One caller at a time. */
 #ifndef FE_LM_BATCH_H
 #define FE_LM_BATCH_H
@@ -17,8 +19,11 @@
 #include "ferrum/graph.h"
 #include "lm/model/weights.h"
 
-/* Rows of one decode call, at most: two per-call words a row, within the graph's 32. */
-enum { FE_BATCH_MAX_ROWS = 12 };
+/* Rows of one decode call, at most: two per-call words a row, within the graph's 32. Up to
+ * FE_BATCH_GEMV_ROWS rows a decode step multiplies by GEMVs over the rows, past it by GEMMs
+ * (measured on SmolLM2 Q4_1, 1 worker: GEMV rows cost ~18 ms each, a GEMM step ~80 ms flat
+ * from 1 to 8 rows). */
+enum { FE_BATCH_MAX_ROWS = 12, FE_BATCH_GEMV_ROWS = 4 };
 
 typedef struct fe_batch_options {
     int slots;           /* KV caches; 1..FE_BATCH_MAX_ROWS */
@@ -32,7 +37,7 @@ typedef struct fe_batch_options {
 
 typedef struct fe_batch fe_batch;
 
-/* Builds and compiles both versions over borrowed weights and device. */
+/* Builds and compiles the versions over borrowed weights and device. */
 fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_batch_options *o,
                           fe_batch **out, fe_error *err);
 void fe_batch_destroy(fe_batch *b);
