@@ -1,7 +1,8 @@
 /* tests/test_serve.c: `ferrum serve` end to end, on SmolLM2 over a loopback port, driven by
  * the real OpenAI Python client and curl (tests/serve/test_serve.py, one group of claims per
  * test): every endpoint (api), the fault cases (faults), tokens equal to `ferrum generate`'s
- * alone and beside other requests (equal), a client gone mid-stream (disconnect).
+ * alone and beside other requests (equal), a client gone mid-stream (disconnect), both again
+ * with batched decode (batch).
  *
  * The client lives in a venv under the build folder ($FERRUM_BUILD/serve-venv), made on first
  * use from tests/serve/requirements.txt (pip, PyPI) and made again when that file changes.
@@ -78,12 +79,18 @@ static void a_client_gone_mid_stream_frees_its_slot(void **state) {
     run_group("disconnect");
 }
 
+static void batched_decode_gives_the_same_tokens_and_frees_a_row_gone(void **state) {
+    (void)state;
+    run_group("batch");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(serves_every_endpoint_through_the_openai_client),
         cmocka_unit_test(refuses_every_fault_by_name_and_keeps_serving),
         cmocka_unit_test(tokens_equal_generate_alone_and_beside_others),
         cmocka_unit_test(a_client_gone_mid_stream_frees_its_slot),
+        cmocka_unit_test(batched_decode_gives_the_same_tokens_and_frees_a_row_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
