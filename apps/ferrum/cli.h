@@ -24,5 +24,7 @@ int fe_cmd_info(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_tokenize(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_embed(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io);
+int fe_cmd_study(int argc, char **argv, const fe_cli_io *io);
+int fe_cmd_serve(int argc, char **argv, const fe_cli_io *io);
 
 #endif

@@ -17,8 +17,8 @@
  * Known limits: Llama-family decoders only (BERT-family encoders through fe_lm_encoder, at
  * the end of this file); byte-level BPE tokenizers only (WordPiece for encoders); chat templates
  * are recognised (ChatML, Llama 3), not run as Jinja; at most 16 stop tokens and 16 stop
- * strings; the host sampler's draws for a seed are not the device's for the same seed; the
- * cache holds one sequence (no batching, no sliding window). */
+ * strings; the host sampler's draws for a seed are not the device's for the same seed; a
+ * session's cache holds one sequence (fe_lm_batch holds several); no sliding window. */
 #ifndef FERRUM_LM_H
 #define FERRUM_LM_H
 
@@ -312,6 +312,55 @@ FE_API fe_status fe_lm_session_generate(fe_lm_session *s, const int32_t *ids, in
                                         const fe_lm_sampling *sampling, const fe_lm_stop *stop,
                                         fe_lm_token_fn callback, void *user,
                                         fe_lm_generate_result *result);
+
+/* ---- batches: many sequences, one decode call ---- */
+
+/* A batch generates for up to `slots` sequences at once over one model: each slot has its own
+ * KV cache rows; every fe_lm_batch_step runs one prefill chunk for each slot still in its
+ * prompt, then ONE decode call for every slot generating (its matrix products over all of
+ * them). Sampling is on the host for every slot (the same draws as a session's host
+ * sampler). A slot's prompt logits are a session's, bit for bit. Its decode logits are too
+ * while at most 4 slots decode together (GEMVs over the rows, the session's arithmetic per
+ * row, each weight row read once for them all); with more, the products are GEMMs (each
+ * weight decoded once a step for every row: cheaper from about 5 rows on a CPU) and the
+ * logits only close to a session's (within ~1e-6 of their spread with f32 dot products, a
+ * few percent with the default int8 activations), so greedy tokens may part from
+ * fe_lm_session_generate's after a while. One caller at a time. */
+typedef struct fe_lm_batch fe_lm_batch;
+
+enum { FE_LM_BATCH_MAX_SLOTS = 12 };
+
+typedef struct fe_lm_batch_options {
+    int slots;            /* 1..FE_LM_BATCH_MAX_SLOTS; 0: 4 */
+    int64_t max_seq_len;  /* KV cache rows per slot; 0: min(2048, the model's context) */
+    int64_t chunk;        /* prefill rows per step and slot; 0: 256 */
+    fe_lm_prefill_dot prefill_dot;
+    fe_lm_decode_dot decode_dot;
+} fe_lm_batch_options;
+
+FE_API fe_lm_batch_options fe_lm_batch_options_default(void);
+/* Builds and compiles the batch over model m (borrowed: it must outlive the batch). On error
+ * *out is NULL and err says why. */
+FE_API fe_status fe_lm_batch_create(fe_lm_model *m, const fe_lm_batch_options *o,
+                                    fe_lm_batch **out, fe_error *err);
+FE_API void fe_lm_batch_destroy(fe_lm_batch *b); /* NULL allowed */
+FE_API const char *fe_lm_batch_message(const fe_lm_batch *b);
+FE_API int fe_lm_batch_slots(const fe_lm_batch *b);
+/* The prompt rows slot's cache would give a generation after ids[0..n) (its whole chunks
+ * before the first token that differs): where a shared prefix is reused. */
+FE_API int64_t fe_lm_batch_reusable(const fe_lm_batch *b, int slot, const int32_t *ids, int64_t n);
+/* Starts a generation in an idle slot, with fe_lm_session_generate's arguments (ids and the
+ * stop strings are copied; callback and user must live until the slot is finished). The work
+ * happens in fe_lm_batch_step. FE_E_STATE when the slot is busy. */
+FE_API fe_status fe_lm_batch_start(fe_lm_batch *b, int slot, const int32_t *ids, int64_t n,
+                                   const fe_lm_sampling *sampling, const fe_lm_stop *stop,
+                                   fe_lm_token_fn callback, void *user);
+/* One step (see above): callbacks run inside it. *running (may be NULL): the slots still
+ * generating after it. A slot whose callback returns nonzero ends with FE_LM_STOP_CALLBACK. */
+FE_API fe_status fe_lm_batch_step(fe_lm_batch *b, int *running);
+/* Whether slot's generation has ended; then *result (may be NULL) says how, and the slot is
+ * idle again (its cache rows kept for the next prompt). false while it runs or when idle. */
+FE_API bool fe_lm_batch_finished(fe_lm_batch *b, int slot, fe_lm_generate_result *result);
 
 /* ---- checks ---- */
 
