@@ -33,7 +33,7 @@ def main():
         import torch.nn.functional as F
     except Exception as e:  # ImportError, or a broken install's OSError
         print("status=unavailable")
-        print("reason=torch cannot be imported (%s: %s); scripts/setup installs it from PyPI"
+        print("reason=torch cannot be imported (%s: %s); run scripts/setup --torch to install it from PyPI"
               % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
         return 0
     torch.set_num_threads(a.threads)
