@@ -24,7 +24,9 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS_COMMON = -std=c11 $(OPT) -g -Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers -fvisibility=hidden -fPIC \
                 -D_GNU_SOURCE -Iinclude -Isrc -Itests -MMD -MP $(SAN)
-LDLIBS  = -ljansson -lxxhash -lpcre2-8 -lpthread -lm
+LDLIBS  = -ljansson -lxxhash -lpcre2-8 -lutf8proc -lpthread -lm
+# the CLI's own (ferrum serve's HTTP server), never the library's
+CLI_LDLIBS = -lmicrohttpd
 ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISA_AVX2   = -mavx2 -mfma -mf16c
 
@@ -128,13 +130,16 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/install/.done
 	  -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
 examples: $(EXAMPLE_BIN)
 
+# the study's manifest records the flags the binary was built with
+$(BUILD)/apps/study/manifest.o: CFLAGS_COMMON += -DSTUDY_OPT='"$(OPT)"' -DSTUDY_SAN='"$(SAN)"'
+
 $(BUILD)/ferrum: $(APP_OBJ) $(BUILD)/libferrum.a
-	$(CC) $(SAN) -o $@ $(APP_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
+	$(CC) $(SAN) -o $@ $(APP_OBJ) $(BUILD)/libferrum.a $(CLI_LDLIBS) $(LDLIBS)
 
 # The CLI's objects (all but main) are linked into tests, so test_cli drives it in-process.
 CLI_OBJ := $(filter-out $(BUILD)/apps/ferrum/main.o,$(APP_OBJ))
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a
-	$(CC) $(SAN) -o $@ $< $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a -lcmocka $(LDLIBS)
+	$(CC) $(SAN) -o $@ $< $(TEST_LIB_OBJ) $(CLI_OBJ) $(BUILD)/libferrum.a -lcmocka $(CLI_LDLIBS) $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a
 	$(CC) $(SAN) -o $@ $< $(BENCH_LIB_OBJ) $(BUILD)/libferrum.a $(LDLIBS)
@@ -190,7 +195,7 @@ $(FUZZ_STAMP): $(LIB_SRC) $(APP_SRC) $(shell find src include apps -name '*.h' -
 endif
 build-fuzz/%: fuzz/%.c $(FUZZ_STAMP)
 	clang -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -Itests -fsanitize=fuzzer,address,undefined \
-	  -o $@ $< $(FUZZ_CLI_LIB) $(FUZZ_LIB) $(LDLIBS)
+	  -o $@ $< $(FUZZ_CLI_LIB) $(FUZZ_LIB) $(CLI_LDLIBS) $(LDLIBS)
 # A short run of every fuzzer over its seed corpus, part of `make test`: the runs go side by
 # side under -j, each with its log in build-fuzz/NAME.log; a failing one shows its log's tail.
 FUZZ_SMOKE := $(FUZZ_BIN:%=%.smoke)

@@ -5,7 +5,11 @@
  * streams per worker) over the bytes of weights read per token, with the ratio to it; the
  * prefill's GFLOP/s against the measured f32 FMA peak, bf16 dot peak and int8 peak
  * (support/peak.c).
- * Usage: bench_llm [smollm2|llama|all] (default all). Prints the machine first. */
+ * Usage: bench_llm [--cpu-time] [smollm2|llama|all] (default all). Prints the machine first.
+ * --cpu-time: the peaks and the prefill timed by the process's CPU time (what the workers did
+ * while they ran, times the workers) instead of the wall clock, for a host shared with other
+ * jobs (steadiest at FERRUM_WORKERS=1); decode stays on the wall clock, judged against the
+ * read bandwidth measured beside it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */
 static double i8_peak;                       /* G int8 ops/s (vpdpbusd, or vpmaddubsw chains) */
 static float *roof_buf;                      /* the read roof's 256 MiB, read again beside each decode */
+static bool cpu_time;                        /* --cpu-time */
 enum { ROOF_FLOATS = 64 << 20 };
 
 /* the read bandwidth now: the best of 5 passes with 2 and with 4 streams a worker (the best
@@ -83,17 +88,20 @@ static void run_model(fe_device *dev, const char *name, const fe_llama_weights *
         double t[3];
         for (int r = 0; r < 3; r++) {
             toks[0] = (int32_t)((r + 1) * 31 % w->cfg.vocab); /* a new sequence every run */
-            uint64_t t0 = fe_time_ns();
+            const double t0 = fe_peak_clock_s();
             if (fe_causal_prompt(m, toks, lens[k], NULL, NULL) != FE_OK) {
                 printf("  prefill: %s\n", fe_causal_message(m));
                 goto out;
             }
-            t[r] = (double)(fe_time_ns() - t0) / 1e9;
+            /* CPU time: all workers' seconds together, so the pool's time is over the workers */
+            t[r] = (fe_peak_clock_s() - t0) /
+                   (cpu_time ? fe_device_get_info(dev)->n_workers : 1);
         }
         qsort(t, 3, sizeof t[0], cmp_d);
         double gf = prompt_flops(w, lens[k]) / t[1] / 1e9;
-        printf("  prefill %3d tokens: %8.1f tok/s (median of 3; spread %.1f..%.1f), %.0f GFLOP/s = "
-               "%.0f%% of the FMA peak", lens[k], lens[k] / t[1], lens[k] / t[2], lens[k] / t[0], gf,
+        printf("  prefill %3d tokens: %8.1f tok/s%s (median of 3; spread %.1f..%.1f), %.0f GFLOP/s = "
+               "%.0f%% of the FMA peak", lens[k], lens[k] / t[1], cpu_time ? " (CPU time)" : "",
+               lens[k] / t[2], lens[k] / t[0], gf,
                100 * gf / fma_peak);
         if (dot_peak > 0) printf(", %.0f%% of the bf16 dot peak", 100 * gf / dot_peak);
         if (i8_peak > 0) printf(", %.0f%% of the int8 peak", 100 * gf / i8_peak);
@@ -129,7 +137,26 @@ out:
 }
 
 int main(int argc, char **argv) {
-    const char *which = argc > 1 ? argv[1] : "all";
+    const char *which = "all";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: bench_llm [--cpu-time] [smollm2|llama|all]\n"
+                   "  smollm2|llama|all  the models (default all)\n"
+                   "  --cpu-time         peaks and prefill by the process's CPU time, for a host\n"
+                   "                     shared with other jobs (best with FERRUM_WORKERS=1)\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--cpu-time")) {
+            cpu_time = true;
+        } else if (!strcmp(argv[i], "all") || !strcmp(argv[i], "smollm2") ||
+                   !strcmp(argv[i], "llama")) {
+            which = argv[i];
+        } else {
+            fprintf(stderr, "bench_llm: unknown argument '%s': give smollm2, llama or all, and "
+                    "optionally --cpu-time (--help)\n", argv[i]);
+            return 2;
+        }
+    }
+    fe_peak_cpu_time(cpu_time);
     fe_device *dev = bench_device_open("bench_llm");
     if (!dev) return 1;
     fe_error err = {0};

@@ -5,7 +5,9 @@
  * exact integer block sums). The catalog checks each against its own reference; this checks
  * the two designs against each other, so a convention drifting in one fails here; and it
  * bounds the design's distance from the f32 products: each quantised value is within half a
- * step (dx / 2) of a's, so |C_int8 - C_f32| <= sum over blocks of dx / 2 sum |w|. */
+ * step (dx / 2) of a's, so |C_int8 - C_f32| <= sum over blocks of dx / 2 sum |w|; and the
+ * kernels' two ways of writing C (whole tiles from the registers, the rest through a tile
+ * buffer) agree exactly. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,10 +148,70 @@ static void gemm_int8_is_within_half_a_step_of_f32(void **s) {
     fe_device_destroy(dev);
 }
 
+/* A whole register tile goes into C straight from the registers unless the last K block has
+ * an epilogue (int8.inc); edge tiles and epilogues go through a tile buffer. With a bias of
+ * zeros every last-block tile takes the buffer, without one the whole tiles do not: the two
+ * must give the same C, on every ISA and int8_dot, with three K blocks (KC 128: partial sums
+ * added in C) and rows and columns past the tiles (13 x 70). */
+static void gemm_int8_tiles_into_c_equal_the_tile_buffer_path(void **s) {
+    (void)s;
+    enum { M2 = 13, N2 = 70, K2 = 416 };
+    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
+    fe_device *probe = device_at(FE_ISA_AVX512);
+    const fe_isa best = fe_device_get_info(probe)->best_isa;
+    fe_device_destroy(probe);
+    const int64_t mk[2] = {M2, K2}, nk[2] = {N2, K2}, mn[2] = {M2, N2}, n1[1] = {N2};
+    int checked = 0;
+    for (int isa = 0; isa <= (int)best; isa++) {
+        fe_device *dev = device_at((fe_isa)isa);
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+            fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
+            fe_tensor w = fe_tensor_contiguous(NULL, dts[di], 2, nk);
+            fe_tensor c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+            fe_tensor bias = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 1, n1);
+            test_buf ab, wb, zb, c1, c2;
+            assert_true(test_buf_alloc(&ab, &a) && test_buf_alloc(&wb, &w));
+            assert_true(test_buf_alloc(&zb, &bias) && test_buf_alloc(&c1, &c) &&
+                        test_buf_alloc(&c2, &c));
+            test_rng rng = {.s = 0x7113 + di};
+            test_buf_draw(&ab, FE_DTYPE_F32, -2, 2, &rng);
+            test_buf_draw(&wb, dts[di], -1, 1, &rng);
+            memset(zb.mem, 0, (size_t)N2 * sizeof(float));
+            a.data = ab.mem, w.data = wb.mem, bias.data = zb.mem;
+            for (int dot = 0; dot <= 1; dot++) {
+                const fe_setting gp[1] = {{"act_int8", 1}};
+                const fe_setting gt[2] = {{"int8_dot", dot}, {"KC", 128}};
+                c.data = c1.mem;
+                fe_tensor plain[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
+                run(dev, "GEMM", plain, 5, gp, 1, gt, 2);
+                c.data = c2.mem;
+                fe_tensor biased[5] = {a, w, bias, {.rank = 0}, c};
+                run(dev, "GEMM", biased, 5, gp, 1, gt, 2);
+                const float *x = (const float *)c1.mem, *y = (const float *)c2.mem;
+                for (int64_t i = 0; i < M2 * N2; i++)
+                    if (!(x[i] == y[i]))
+                        fail_msg("%s, %s, int8_dot %d, C(%lld, %lld): %.9g straight into C, "
+                                 "%.9g through the tile buffer", fe_isa_name((fe_isa)isa),
+                                 fe_dtype_info(dts[di])->name, dot, (long long)(i / N2),
+                                 (long long)(i % N2), x[i], y[i]);
+                checked++;
+            }
+            test_buf_free(&ab);
+            test_buf_free(&wb);
+            test_buf_free(&zb);
+            test_buf_free(&c1);
+            test_buf_free(&c2);
+        }
+        fe_device_destroy(dev);
+    }
+    print_message("tiles into C = tile buffer path in %d (ISA, dtype, int8_dot) runs\n", checked);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemm_int8_rows_are_gemv_int8_batches),
         cmocka_unit_test(gemm_int8_is_within_half_a_step_of_f32),
+        cmocka_unit_test(gemm_int8_tiles_into_c_equal_the_tile_buffer_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

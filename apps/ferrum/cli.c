@@ -14,10 +14,13 @@ typedef struct command {
 static const command commands[] = {
     {"generate", "generate text from a Llama-family model (GGUF, safetensors, random)", fe_cmd_generate},
     {"chat", "talk with a model, turn by turn, in its chat template", fe_cmd_chat},
+    {"serve", "serve a model over HTTP with the OpenAI API (chat, completions, streaming)", fe_cmd_serve},
     {"info", "what a model is: format, dtypes, shapes, tokenizer, chat template", fe_cmd_info},
     {"tokenize", "text to token ids and pieces, or ids back to text (--detokenize)", fe_cmd_tokenize},
+    {"embed", "embedding vectors of texts from a BERT-family encoder (all-MiniLM-L6-v2)", fe_cmd_embed},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
     {"tune", "measure an operator's settings on this machine (cost cache, candidate gate)", fe_cmd_tune},
+    {"study", "the transformer-layer study: offload, runlist and hybrid layers, seven studies", fe_cmd_study},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };
 

@@ -22,6 +22,9 @@ int fe_cmd_generate(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_info(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_tokenize(int argc, char **argv, const fe_cli_io *io);
+int fe_cmd_embed(int argc, char **argv, const fe_cli_io *io);
 int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io);
+int fe_cmd_study(int argc, char **argv, const fe_cli_io *io);
+int fe_cmd_serve(int argc, char **argv, const fe_cli_io *io);
 
 #endif

@@ -21,4 +21,13 @@ void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double 
 void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,
                   bool *vnni);
 
+/* fe_peak_cpu_time(true): the peaks above (and fe_peak_clock_s) time by this process's CPU
+ * time instead of the wall clock, each figure then the rate of the workers while they ran
+ * (ops / CPU seconds x workers): on a host shared with other jobs, what a quiet machine
+ * would give, as far as the others leave the caches and clocks alone. Off by default. */
+void fe_peak_cpu_time(bool on);
+/* Seconds on the clock fe_peak_cpu_time chose (process CPU time there; only differences
+ * mean anything). */
+double fe_peak_clock_s(void);
+
 #endif

@@ -14,10 +14,11 @@
  * crashes. Strings and arrays the library allocates for the caller are released with
  * fe_lm_free.
  *
- * Known limits: Llama-family decoders only; byte-level BPE tokenizers only; chat templates
+ * Known limits: Llama-family decoders only (BERT-family encoders through fe_lm_encoder, at
+ * the end of this file); byte-level BPE tokenizers only (WordPiece for encoders); chat templates
  * are recognised (ChatML, Llama 3), not run as Jinja; at most 16 stop tokens and 16 stop
- * strings; the host sampler's draws for a seed are not the device's for the same seed; the
- * cache holds one sequence (no batching, no sliding window). */
+ * strings; the host sampler's draws for a seed are not the device's for the same seed; a
+ * session's cache holds one sequence (fe_lm_batch holds several); no sliding window. */
 #ifndef FERRUM_LM_H
 #define FERRUM_LM_H
 
@@ -314,6 +315,55 @@ FE_API fe_status fe_lm_session_generate(fe_lm_session *s, const int32_t *ids, in
                                         fe_lm_token_fn callback, void *user,
                                         fe_lm_generate_result *result);
 
+/* ---- batches: many sequences, one decode call ---- */
+
+/* A batch generates for up to `slots` sequences at once over one model: each slot has its own
+ * KV cache rows; every fe_lm_batch_step runs one prefill chunk for each slot still in its
+ * prompt, then ONE decode call for every slot generating (its matrix products over all of
+ * them). Sampling is on the host for every slot (the same draws as a session's host
+ * sampler). A slot's prompt logits are a session's, bit for bit. Its decode logits are too
+ * while at most 4 slots decode together (GEMVs over the rows, the session's arithmetic per
+ * row, each weight row read once for them all); with more, the products are GEMMs (each
+ * weight decoded once a step for every row: cheaper from about 5 rows on a CPU) and the
+ * logits only close to a session's (within ~1e-6 of their spread with f32 dot products, a
+ * few percent with the default int8 activations), so greedy tokens may part from
+ * fe_lm_session_generate's after a while. One caller at a time. */
+typedef struct fe_lm_batch fe_lm_batch;
+
+enum { FE_LM_BATCH_MAX_SLOTS = 12 };
+
+typedef struct fe_lm_batch_options {
+    int slots;            /* 1..FE_LM_BATCH_MAX_SLOTS; 0: 4 */
+    int64_t max_seq_len;  /* KV cache rows per slot; 0: min(2048, the model's context) */
+    int64_t chunk;        /* prefill rows per step and slot; 0: 256 */
+    fe_lm_prefill_dot prefill_dot;
+    fe_lm_decode_dot decode_dot;
+} fe_lm_batch_options;
+
+FE_API fe_lm_batch_options fe_lm_batch_options_default(void);
+/* Builds and compiles the batch over model m (borrowed: it must outlive the batch). On error
+ * *out is NULL and err says why. */
+FE_API fe_status fe_lm_batch_create(fe_lm_model *m, const fe_lm_batch_options *o,
+                                    fe_lm_batch **out, fe_error *err);
+FE_API void fe_lm_batch_destroy(fe_lm_batch *b); /* NULL allowed */
+FE_API const char *fe_lm_batch_message(const fe_lm_batch *b);
+FE_API int fe_lm_batch_slots(const fe_lm_batch *b);
+/* The prompt rows slot's cache would give a generation after ids[0..n) (its whole chunks
+ * before the first token that differs): where a shared prefix is reused. */
+FE_API int64_t fe_lm_batch_reusable(const fe_lm_batch *b, int slot, const int32_t *ids, int64_t n);
+/* Starts a generation in an idle slot, with fe_lm_session_generate's arguments (ids and the
+ * stop strings are copied; callback and user must live until the slot is finished). The work
+ * happens in fe_lm_batch_step. FE_E_STATE when the slot is busy. */
+FE_API fe_status fe_lm_batch_start(fe_lm_batch *b, int slot, const int32_t *ids, int64_t n,
+                                   const fe_lm_sampling *sampling, const fe_lm_stop *stop,
+                                   fe_lm_token_fn callback, void *user);
+/* One step (see above): callbacks run inside it. *running (may be NULL): the slots still
+ * generating after it. A slot whose callback returns nonzero ends with FE_LM_STOP_CALLBACK. */
+FE_API fe_status fe_lm_batch_step(fe_lm_batch *b, int *running);
+/* Whether slot's generation has ended; then *result (may be NULL) says how, and the slot is
+ * idle again (its cache rows kept for the next prompt). false while it runs or when idle. */
+FE_API bool fe_lm_batch_finished(fe_lm_batch *b, int slot, fe_lm_generate_result *result);
+
 /* ---- checks ---- */
 
 /* Teacher-forced logits of the session against an independent float32 forward pass (the
@@ -331,6 +381,97 @@ FE_API fe_status fe_lm_session_check_accuracy(fe_lm_session *s, const int32_t *i
  * the first: *differing is how many runs gave other bytes. */
 FE_API fe_status fe_lm_session_check_determinism(fe_lm_session *s, const int32_t *ids, int64_t n,
                                                  int runs, int *differing);
+
+/* ---- text encoders and embeddings ----
+ *
+ * An fe_lm_encoder is a BERT-family encoder (BERT, MiniLM) opened from a folder as
+ * sentence-transformers or transformers saves one: config.json, model.safetensors,
+ * tokenizer.json (WordPiece), and optionally modules.json with 1_Pooling/config.json and a
+ * Normalize module, sentence_bert_config.json (max_seq_length) and
+ * config_sentence_transformers.json (prompts). Its graph is compiled once for `batch`
+ * sentences of at most max_tokens tokens; texts are embedded a batch per call, each
+ * sentence's work bounded by its own length. One caller at a time. */
+
+typedef struct fe_lm_encoder fe_lm_encoder;
+
+typedef enum fe_lm_pooling {
+    FE_LM_POOLING_MODEL = 0, /* what the folder's pooling module says (mean without one) */
+    FE_LM_POOLING_MEAN,
+    FE_LM_POOLING_CLS,
+    FE_LM_POOLING_LAST,
+} fe_lm_pooling;
+
+typedef struct fe_lm_encoder_options {
+    int batch;          /* sentences per graph call, 1..32; 0: 8 */
+    int64_t max_tokens; /* tokens a text keeps ([CLS] and [SEP] included), the rest cut; 0:
+                           the folder's max_seq_length, else the tokenizer's truncation, else
+                           the model's positions (at most 512) */
+    fe_device *device;  /* borrowed, must outlive the encoder; NULL: its own with `threads` */
+    int threads;        /* 0: the device's default (FERRUM_WORKERS, else the CPUs) */
+    bool dot_bf16;      /* bf16 dot products: the layer matrices rounded to bf16 once and each
+                           product's activations too, summed in f32 (about twice the f32
+                           speed where the CPU has AVX512_BF16; all-MiniLM-L6-v2's vectors
+                           stay within 5e-5 of the f32 ones in cosine); false: f32 */
+} fe_lm_encoder_options;
+
+FE_API fe_lm_encoder_options fe_lm_encoder_options_default(void);
+
+/* Opens the encoder in folder `path` (or the folder of a model.safetensors given). o NULL:
+ * the defaults. FE_E_NOTFOUND naming the file when config.json, model.safetensors or
+ * tokenizer.json is missing; the readers' errors otherwise (the file, key and rule named).
+ * *out is NULL on error. fe_lm_encoder_close releases it. */
+FE_API fe_status fe_lm_encoder_open(const char *path, const fe_lm_encoder_options *o,
+                                    fe_lm_encoder **out, fe_error *err);
+FE_API void fe_lm_encoder_close(fe_lm_encoder *e); /* NULL allowed */
+/* The message of the encoder's last failed call ("" when none). Lives as long as e. */
+FE_API const char *fe_lm_encoder_message(const fe_lm_encoder *e);
+
+/* What an encoder is. Strings live as long as the encoder. */
+typedef struct fe_lm_encoder_info {
+    const char *path, *architecture; /* "bert" */
+    const char *tokenizer;           /* "WordPiece" */
+    int64_t vocab, hidden, n_layers, n_heads, ffn, max_tokens;
+    int batch;
+    fe_lm_pooling pooling;           /* the model's (never FE_LM_POOLING_MODEL) */
+    const char *pooling_name;        /* "mean", "cls", "last" */
+    bool normalize;                  /* the model L2-normalises its embeddings */
+    int n_prompts;
+    const char *const *prompt_names; /* n_prompts names ("query", ...) */
+    const char *default_prompt;      /* a prompt name, or NULL */
+    size_t weight_bytes;
+} fe_lm_encoder_info;
+
+FE_API fe_status fe_lm_encoder_get_info(const fe_lm_encoder *e, fe_lm_encoder_info *out);
+
+typedef struct fe_lm_embed_options {
+    fe_lm_pooling pooling;   /* FE_LM_POOLING_MODEL: the model's */
+    int64_t dim;             /* Matryoshka: keep the first dim values (before normalising);
+                                0: all (hidden) */
+    int normalize;           /* -1: as the model does; 0: no; 1: unit L2 norm */
+    const char *prompt_name; /* a prompt of the model's, put before each text; NULL: the
+                                model's default prompt (none when it has none); "": none */
+} fe_lm_embed_options;
+
+FE_API fe_lm_embed_options fe_lm_embed_options_default(void);
+
+typedef struct fe_lm_embed_stats {
+    int64_t tokens;    /* token ids run, [CLS] and [SEP] included */
+    int64_t truncated; /* texts cut at max_tokens */
+} fe_lm_embed_stats;
+
+/* Embeds texts[0..n) (NUL-terminated UTF-8) into out[0 .. n * dim), row i the vector of
+ * text i; *dim (may be NULL) is the vector length (o->dim, or hidden). stats (may be NULL)
+ * adds up what was run. FE_E_INVALID (message naming the option, its range or the prompts
+ * the model has) for a bad option or a text that is not UTF-8 (naming the text and byte).
+ * On error out is partly written. */
+FE_API fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
+                             const fe_lm_embed_options *o, float *out, int64_t *dim,
+                             fe_lm_embed_stats *stats);
+
+/* The ids text (with the prompt of o, may be NULL) is run as: [CLS] ... [SEP], cut at
+ * max_tokens. A new array *ids of *n ids (fe_lm_free). */
+FE_API fe_status fe_lm_encoder_tokenize(fe_lm_encoder *e, const char *text,
+                                        const fe_lm_embed_options *o, int32_t **ids, size_t *n);
 
 #ifdef __cplusplus
 }

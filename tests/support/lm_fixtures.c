@@ -320,6 +320,22 @@ const char *lmfix_need_smollm2(void) {
     return NULL;
 }
 
+const char *lmfix_need_minilm(void) {
+    static char path[1024];
+    char file[1100];
+    const char *cache = getenv("FERRUM_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (cache && *cache)
+        snprintf(path, sizeof path, "%s/models/all-MiniLM-L6-v2", cache);
+    else
+        snprintf(path, sizeof path, "%s/.cache/ferrum/models/all-MiniLM-L6-v2", home ? home : "");
+    snprintf(file, sizeof file, "%s/model.safetensors", path);
+    if (access(file, R_OK) == 0) return path;
+    if (lmfix_in_ci()) fail_msg("%s is missing; scripts/setup fetches it (CI=true)", file);
+    print_message("SKIP: %s is missing; run scripts/setup to fetch it\n", file);
+    return NULL;
+}
+
 bool lmfix_byte_tokenizer(const char *dir, bool chatml, int n_extra) {
     char *p = malloc((size_t)(1 << 14) + (size_t)n_extra * 16);
     if (!p) return false;

@@ -113,5 +113,8 @@ bool lmfix_in_ci(void);
  * fails (a missing model is a failure there); elsewhere it says SKIP and returns NULL, and
  * the caller skip()s (or stops checking what needs the model). */
 const char *lmfix_need_smollm2(void);
+/* The all-MiniLM-L6-v2 folder scripts/fetch-model makes, when it holds model.safetensors; else
+ * as lmfix_need_smollm2 (a failure under CI=true, a SKIP message and NULL otherwise). */
+const char *lmfix_need_minilm(void);
 
 #endif

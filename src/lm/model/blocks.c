@@ -100,3 +100,31 @@ fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w) {
     return mm.decode ? (fe_block_act){x, w} : fe_block_plain(fe_block_rmsnorm(t, x, w, mm.eps));
 }
 
+
+/* ---- encoder blocks ---- */
+
+fe_h fe_block_layernorm(fe_trace *t, fe_h x, fe_h w, fe_h b, double eps) {
+    fe_h in[3] = {x, w, b};
+    fe_setting e = {"eps", eps};
+    return fe_apply(t, "LayerNorm", in, 3, &e, 1, NULL, 0);
+}
+
+fe_h fe_block_linear(fe_trace *t, fe_block_mode mm, fe_h a, fe_h w, fe_h bias, fe_h res) {
+    fe_h in[4] = {a, w, bias, res};
+    return gemm(t, mm, FE_NO_TENSOR, in, res.id ? 4 : bias.id ? 3 : 2, NULL);
+}
+
+/* the GELU in the first GEMM's epilogue (after its bias), the residual in the second's */
+fe_h fe_block_ffn_gelu(fe_trace *t, fe_block_mode mm, fe_h a, fe_h wi, fe_h bi, fe_h wf, fe_h bf,
+                       fe_h res) {
+    fe_setting gelu = FE_CHOICE("activation", "gelu_erf");
+    fe_h in[3] = {a, wi, bi};
+    fe_h h = gemm(t, mm, FE_NO_TENSOR, in, bi.id ? 3 : 2, &gelu);
+    return fe_block_linear(t, mm, h, wf, bf, res);
+}
+
+fe_status fe_block_attend_all(fe_trace *t, fe_h dst, fe_h q, fe_h k, fe_h v) {
+    fe_h in[3] = {q, k, v};
+    fe_setting bidirectional = {"causal", 0};
+    return fe_apply_into(t, dst, "MHA", in, 3, &bidirectional, 1, NULL, 0);
+}

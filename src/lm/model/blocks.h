@@ -63,4 +63,21 @@ fe_h fe_block_gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h
  * GEMMs, folded into the GEMVs of a decode step */
 fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w);
 
+/* ---- encoder blocks (BERT family: post-LN, biases, plain FFN, bidirectional attention) ---- */
+
+/* layernorm(x) * w + b with epsilon eps */
+fe_h fe_block_layernorm(fe_trace *t, fe_h x, fe_h w, fe_h b, double eps);
+
+/* a W^T + bias over the rows of a chunk (bias (out) may be FE_NO_TENSOR); with res a tensor,
+ * res + a W^T + bias (the residual folded into the product) */
+fe_h fe_block_linear(fe_trace *t, fe_block_mode mm, fe_h a, fe_h w, fe_h bias, fe_h res);
+
+/* The plain feed-forward with its residual: res + GELU_erf(a Wi^T + bi) Wf^T + bf */
+fe_h fe_block_ffn_gelu(fe_trace *t, fe_block_mode mm, fe_h a, fe_h wi, fe_h bi, fe_h wf, fe_h bf,
+                       fe_h res);
+
+/* Bidirectional attention of every query row over every key row of one sequence (q, k, v
+ * windows of one sentence, (T, heads, head_dim) bounded to its length), written into dst */
+fe_status fe_block_attend_all(fe_trace *t, fe_h dst, fe_h q, fe_h k, fe_h v);
+
 #endif

@@ -17,12 +17,13 @@
 /* tile: AVX2's is the K step of the packing transposes */
 FE_KERNELS(gemm, 1, 8, 16);
 
-static const char *const activations[] = {"none", "silu", "gelu", NULL};
+static const char *const activations[] = {"none", "silu", "gelu", "gelu_erf", NULL};
 
 static const fe_param_decl params[] = {
     [GM_P_ACT] = {"activation", FE_PARAM_CHOICE, GM_ACT_NONE, 1, 0, activations,
                   "applied after the bias: none, silu (x sigmoid(x)), gelu (tanh form, "
-                  "0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))))"},
+                  "0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))), gelu_erf (0.5x(1 + "
+                  "erf(x/sqrt2)), BERT's)"},
     [GM_P_CMIN] = {"clamp_min", FE_PARAM_FLOAT, 0, 1, 0, NULL,
                    "lower clamp, last in the epilogue; clamps only when clamp_min < clamp_max"},
     [GM_P_CMAX] = {"clamp_max", FE_PARAM_FLOAT, 0, 1, 0, NULL,
@@ -213,6 +214,7 @@ static double act_ref(double x, int act) {
     if (act == GM_ACT_SILU) return x / (1.0 + exp(-x));
     if (act == GM_ACT_GELU)
         return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    if (act == GM_ACT_GELU_ERF) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     return x;
 }
 
@@ -421,6 +423,8 @@ static const fe_case cases[] = {
     {.name = "q4_1/all", SHAPE(9, 48, 96),
      .params = {{"activation", GM_ACT_GELU}, {"clamp_min", -1.5}, {"clamp_max", 3}},
      .n_params = 3},
+    {.name = "f32/bias_gelu_erf", SHAPE(9, 40, 384), .params = {{"activation", GM_ACT_GELU_ERF}},
+     .n_params = 1, .absent = NO_RES},
     {.name = "f16/bias_gelu", SHAPE(17, 40, 48), .params = {{"activation", GM_ACT_GELU}},
      .n_params = 1, .absent = NO_RES},
     {.name = "f32/rows_1", SHAPE(1, 33, 64), .absent = PLAIN},

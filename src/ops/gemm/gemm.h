@@ -31,9 +31,10 @@
  * reference: the same integers, scaled and summed in double). Kernels (int8.inc): B is
  * packed per K block into panels of GM_NR_I8 columns as k-quads of u8 (q8_0 w ^ 0x80 under
  * VNNI, raw w for the 16-bit emulation; q4 nibbles 0..15) with each block's d and m beside;
- * a GM_MR_I8 x GM_NR_I8 register tile keeps int32 sums for the current block (preset with
- * the offset's correction: -128 or -8 times the block's sum of xq) and adds them, scaled,
- * into f32 at the block's end. tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
+ * a GM_MR_I8 x GM_NR_I8 register tile keeps int32 sums s for the current block and adds
+ * them into f32 at the block's end as (dx s + dxc) d, dxc = dx times the offset's
+ * correction (-128 or -8 times the block's sum of xq; s and the correction are exact in
+ * f32, only the scaling rounds). tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
  * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16).
  *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
@@ -49,7 +50,7 @@
 
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
-enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU };       /* activation choices */
+enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8 }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
 enum { GM_M, GM_N, GM_K };                            /* extents */
@@ -120,9 +121,9 @@ static inline int64_t gm_kwords(const gm_plan *p, int64_t kc) {
 static inline int64_t gm_rows_ldw(int64_t kc) { return (kc + 31) / 32 * 16 + 16; }
 
 /* act_int8: 4-byte words of one quantised row of A in the workspace: the K columns' int8
- * (K a multiple of 32), then per 32-block dx (f32), corr (int32: -offset times the block's
- * sum of q, the preset of its integer sums) and dxt (f32: dx times the sum of q, q4_1's m
- * term), each an array of K / 32; rounded to 64 bytes. */
+ * (K a multiple of 32), then per 32-block dx (f32), dxc (f32: dx times the offset's
+ * correction, -offset times the block's sum of q) and dxt (f32: dx times the sum of q, q4_1's
+ * m term), each an array of K / 32; rounded to 64 bytes. */
 static inline int64_t gm_i8_row_words(int64_t K) { return (K / 4 + 3 * (K / 32) + 15) / 16 * 16; }
 
 /* x rounded to bf16 as VCVTNEPS2BF16 rounds it (act_bf16), kept as f32: to nearest, ties to
@@ -153,8 +154,8 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
 /* act_int8: rows [r0, r1) of A (K columns a row) quantised into dst, gm_i8_row_words(K)
  * words a row from dst (the first row r0): the first k columns by `quant` (fe_gemv_quant_x,
  * or a kernel's vector copy of its operations: the same bytes and scales; a block that
- * straddles k padded with zeros; blocks past k zero), with corr = -off times each block's
- * sum of q. The reference's and every kernel's. */
+ * straddles k padded with zeros; blocks past k zero), with dxc = dx times -off times each
+ * block's sum of q. The reference's and every kernel's. */
 typedef void (*gm_i8_quant_fn)(const float *x, int64_t n, int8_t *q, float *dx);
 void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
                       gm_i8_quant_fn quant, uint32_t *dst);

@@ -106,8 +106,7 @@ void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t
     for (int64_t r = r0; r < r1; r++) {
         uint32_t *w = dst + (r - r0) * gm_i8_row_words(K);
         int8_t *q = (int8_t *)w;
-        float *dx = (float *)w + K / 4, *dxt = dx + 2 * nb;
-        int32_t *corr = (int32_t *)(dx + nb);
+        float *dx = (float *)w + K / 4, *dxc = dx + nb, *dxt = dx + 2 * nb;
         const float *x = A + r * K;
         quant(x, full, q, dx);
         if (full < k) { /* the block that straddles k, zero past it */
@@ -121,7 +120,7 @@ void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t
             if (b * GM_KSTEP >= kq) dx[b] = 0.0f;
             else
                 for (int j = 0; j < GM_KSTEP; j++) t += q[b * GM_KSTEP + j];
-            corr[b] = -off * t;
+            dxc[b] = dx[b] * (float)(-off * t);
             dxt[b] = dx[b] * (float)t;
         }
     }

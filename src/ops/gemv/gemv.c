@@ -92,9 +92,9 @@ static fe_status infer(fe_op_ctx *c) {
     int64_t B = x->shape[0];
     const int blk = fe_dtype_info(w->dtype)->block;
     if (blk > 1 && K % blk != 0)
-        return fe_op_refuse(c, FE_E_SHAPE, "w is %s with K = %lld columns; block dtypes need K "
-                            "a multiple of %d (%s's block): quantise rows padded to a multiple of "
-                            "%d", dt, (long long)K, blk, dt, blk);
+        return fe_op_refuse(c, FE_E_SHAPE, "w is %s with K = %lld columns; %s needs K a "
+                            "multiple of its block of %d: quantise rows padded to a multiple of "
+                            "%d", dt, (long long)K, dt, blk, blk);
     if (x->shape[1] != K)
         return fe_op_refuse(c, FE_E_SHAPE, "x must be (B, K) with K = %lld, w's last axis; it "
                             "is (%lld, %lld): give x one row of K values per batch",

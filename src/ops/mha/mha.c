@@ -44,9 +44,11 @@ static const char *const extents[] = {
 };
 
 /* q_offset lies in [0, last_offset = S - 1] and defaults to 0 (as every offset does);
- * check() refuses a causal query past the keys kv_valid gives. */
+ * check() refuses a causal query past the keys kv_valid gives. kv_valid 0 with q_rows 0 is an
+ * empty step (an encoder's batch slot with no sentence in this call); check() refuses rows
+ * with no key to attend. */
 static const fe_value_decl values[] = {
-    [MHA_V_KV] = {"kv_valid", "S", 1, "keys that exist: positions [0, kv_valid) of the cache",
+    [MHA_V_KV] = {"kv_valid", "S", 0, "keys that exist: positions [0, kv_valid) of the cache",
                   1, 0, FE_MAP_BOUND},
     [MHA_V_ROWS] = {"q_rows", "Sq", 0, "query rows to compute: the first q_rows (later rows "
                     "of out are untouched)", 0, 0, FE_MAP_BOUND},
@@ -82,6 +84,11 @@ static fe_status infer(fe_op_ctx *c) {
  * cache or to count it in kv_valid; computed anyway it would quietly attend to the past. */
 static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t why_n) {
     int64_t kv = a->v[MHA_V_KV], rows = a->v[MHA_V_ROWS], off = a->v[MHA_V_OFFSET];
+    if (kv == 0 && rows > 0) {
+        snprintf(why, why_n, "%lld query rows but kv_valid = 0: a query needs at least one key "
+                 "(give kv_valid >= 1, or q_rows 0 for an empty step)", (long long)rows);
+        return FE_E_BOUNDS;
+    }
     if (d->params[MHA_P_CAUSAL] != 0 && rows > 0 && off + rows > kv) {
         snprintf(why, why_n, "causal attention needs each query's own key: the last query "
                  "position q_offset + q_rows - 1 = %lld must be < kv_valid = %lld (write the "

@@ -1,0 +1,130 @@
+/* apps/serve/reply.c: the response bodies in OpenAI's shapes (reply.h), built with jansson so
+ * every string is escaped as JSON wants. */
+#include "reply.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The length of the whole UTF-8 character at s[0..n), or 0 when it is not one. */
+static size_t utf8_char(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (size_t i = 1; i < len; i++) cp = cp << 6 | (s[i] & 0x3F);
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+/* s[0..n) as a JSON string; bytes outside whole characters become U+FFFD. */
+static json_t *text_json(const char *s, size_t n) {
+    json_t *j = json_stringn(s, n);
+    if (j) return j;
+    char *fixed = malloc(3 * n + 1);
+    if (!fixed) return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] ? utf8_char((const unsigned char *)s + i, n - i) : 0;
+        if (len) {
+            memcpy(fixed + at, s + i, len);
+            at += len;
+            i += len;
+        } else {
+            if (s[i]) memcpy(fixed + at, "\xEF\xBF\xBD", 3), at += 3;
+            else fixed[at++] = ' '; /* a NUL byte: jansson takes none inside a C string */
+            i++;
+        }
+    }
+    j = json_stringn(fixed, at);
+    free(fixed);
+    return j;
+}
+
+static char *dump(json_t *o) {
+    if (!o) return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static json_t *nullable(const char *s) { return s && *s ? json_string(s) : json_null(); }
+
+char *reply_error(const serve_error *e) {
+    return dump(json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message",
+                          text_json(e->message, strlen(e->message)), "type",
+                          e->type ? e->type : "invalid_request_error", "param", nullable(e->param),
+                          "code", nullable(e->code)));
+}
+
+static json_t *head_json(const reply_head *h, bool chunk) {
+    const char *object = h->kind == SERVE_CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                               : "text_completion";
+    return json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", h->id, "object", object, "created",
+                     (json_int_t)h->created, "model", h->model, "system_fingerprint", "ferrum");
+}
+
+static json_t *usage_json(const reply_usage *u) {
+    return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", (json_int_t)u->prompt_tokens,
+                     "completion_tokens", (json_int_t)u->completion_tokens, "total_tokens",
+                     (json_int_t)(u->prompt_tokens + u->completion_tokens),
+                     "prompt_tokens_details", "cached_tokens", (json_int_t)u->cached_tokens);
+}
+
+char *reply_whole(const reply_head *h, const reply_choice *choices, int n, const reply_usage *u) {
+    json_t *o = head_json(h, false), *list = json_array();
+    for (int i = 0; i < n; i++) {
+        const reply_choice *c = &choices[i];
+        json_t *text = text_json(c->text ? c->text : "", c->len);
+        json_t *choice = h->kind == SERVE_CHAT
+            ? json_pack("{s:i,s:{s:s,s:o},s:n,s:o}", "index", i, "message", "role", "assistant",
+                        "content", text, "logprobs", "finish_reason", nullable(c->finish_reason))
+            : json_pack("{s:i,s:o,s:n,s:o}", "index", i, "text", text, "logprobs",
+                        "finish_reason", nullable(c->finish_reason));
+        json_array_append_new(list, choice);
+    }
+    json_object_set_new(o, "choices", list);
+    json_object_set_new(o, "usage", usage_json(u));
+    return dump(o);
+}
+
+char *reply_chunk(const reply_head *h, int index, const char *text, size_t len, int role,
+                  const char *finish_reason) {
+    json_t *o = head_json(h, true), *choice;
+    json_t *t = text_json(text ? text : "", len);
+    if (h->kind == SERVE_CHAT) {
+        json_t *delta = json_object();
+        if (role) json_object_set_new(delta, "role", json_string("assistant"));
+        if (role || len) json_object_set_new(delta, "content", t);
+        else json_decref(t);
+        choice = json_pack("{s:i,s:o,s:n,s:o}", "index", index, "delta", delta, "logprobs",
+                           "finish_reason", nullable(finish_reason));
+    } else {
+        choice = json_pack("{s:i,s:o,s:n,s:o}", "index", index, "text", t, "logprobs",
+                           "finish_reason", nullable(finish_reason));
+    }
+    json_object_set_new(o, "choices", json_pack("[o]", choice));
+    return dump(o);
+}
+
+char *reply_usage_chunk(const reply_head *h, const reply_usage *u) {
+    json_t *o = head_json(h, true);
+    json_object_set_new(o, "choices", json_array());
+    json_object_set_new(o, "usage", usage_json(u));
+    return dump(o);
+}
+
+static json_t *model_json(const char *model, int64_t created) {
+    return json_pack("{s:s,s:s,s:I,s:s}", "id", model, "object", "model", "created",
+                     (json_int_t)created, "owned_by", "ferrum");
+}
+
+char *reply_models(const char *model, int64_t created) {
+    return dump(json_pack("{s:s,s:[o]}", "object", "list", "data", model_json(model, created)));
+}
+
+char *reply_model(const char *model, int64_t created) { return dump(model_json(model, created)); }

@@ -1,0 +1,58 @@
+/* fuzz/fuzz_serve_request.c: libFuzzer target for `ferrum serve`'s request parser
+ * (apps/serve/request.c): the input read as a chat and as a completion request body. Whatever
+ * it holds, the parser either accepts it with every field inside its range, or refuses it
+ * with a 4xx/5xx status and a message; the refusal's JSON body (apps/serve/reply.c) is always
+ * valid JSON, and an accepted request's streamed chunk and whole answer are too. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../apps/serve/reply.h"
+#include "../apps/serve/request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void must_be_json(char *s) {
+    if (!s) return; /* out of memory */
+    json_error_t e;
+    json_t *o = json_loads(s, 0, &e);
+    if (!o) __builtin_trap();
+    json_decref(o);
+    free(s);
+}
+
+static void check_accepted(const serve_request *r, serve_kind kind) {
+    if (!r->model || r->n < 1 || r->n > SERVE_MAX_N || r->n_stop < 0 || r->n_stop > SERVE_MAX_STOP)
+        __builtin_trap();
+    if (kind == SERVE_CHAT && (r->n_messages < 1 || !r->messages)) __builtin_trap();
+    if (kind == SERVE_COMPLETION && !r->prompt == !r->prompt_ids) __builtin_trap();
+    for (int i = 0; i < r->n_messages; i++)
+        if (!r->messages[i].role || !r->messages[i].content) __builtin_trap();
+    const fe_lm_sampling *s = &r->sampling;
+    if (!(s->temperature >= 0 && s->temperature <= 2) || !(s->top_p > 0 && s->top_p <= 1) ||
+        !(s->min_p >= 0 && s->min_p <= 1) || s->top_k < 0 || r->max_tokens < -1)
+        __builtin_trap();
+    for (int i = 0; i < r->n_stop; i++)
+        if (!r->stop[i] || !*r->stop[i]) __builtin_trap();
+    reply_head h = {kind, "id", 0, r->model};
+    const char *text = r->prompt ? r->prompt : r->n_messages ? r->messages[0].content : "";
+    reply_choice c = {text, strlen(text), "stop"};
+    reply_usage u = {1, 2, 0};
+    must_be_json(reply_chunk(&h, 0, text, strlen(text), 1, NULL));
+    must_be_json(reply_whole(&h, &c, 1, &u));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    for (int k = 0; k < 2; k++) {
+        serve_kind kind = k ? SERVE_COMPLETION : SERVE_CHAT;
+        serve_request r;
+        serve_error e = {0};
+        int code = serve_request_parse((const char *)data, size, kind, &r, &e);
+        if (code == 0) check_accepted(&r, kind);
+        else if (code < 400 || code > 599 || code != e.status || !e.message[0]) __builtin_trap();
+        else must_be_json(reply_error(&e));
+        serve_request_free(&r);
+    }
+    return 0;
+}

@@ -1,0 +1,266 @@
+/* lm/api/embed.c: fe_lm_encoder and fe_lm_embed (see ferrum/lm.h): a BERT-family folder
+ * opened into its weights (mapped), WordPiece tokenizer, sentence-transformers settings and
+ * the encoder graph; texts embedded a batch per graph call, pooled, cut and normalised.
+ *
+ * Invariant: an open encoder owns everything it points to but a device given in the options;
+ * the weights borrow the safetensors reader and live no longer than it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "ferrum/lm.h"
+#include "lm/format/mapped.h"
+#include "lm/format/safetensors.h"
+#include "lm/model/bert.h"
+#include "lm/model/encoder.h"
+#include "lm/model/st_config.h"
+#include "lm/tokenizer/bert_normalize.h"
+#include "lm/tokenizer/wordpiece.h"
+
+struct fe_lm_encoder {
+    char *path;
+    fe_device *dev;
+    bool own_dev;
+    fe_safetensors *st;
+    fe_bert_weights w;
+    fe_wordpiece *tok;
+    fe_st_config stc;
+    fe_encoder *enc;
+    int64_t max_tokens;
+    char *scratch;      /* prompt + text */
+    size_t scratch_cap;
+    float *vec;         /* (hidden) one pooled vector before the cut */
+    fe_error err;
+};
+
+static const char *const pooling_names[] = {"model", "mean", "cls", "last"};
+
+fe_lm_encoder_options fe_lm_encoder_options_default(void) { return (fe_lm_encoder_options){0}; }
+fe_lm_embed_options fe_lm_embed_options_default(void) {
+    return (fe_lm_embed_options){.pooling = FE_LM_POOLING_MODEL, .dim = 0, .normalize = -1};
+}
+const char *fe_lm_encoder_message(const fe_lm_encoder *e) { return e ? e->err.message : "no encoder (NULL)"; }
+
+void fe_lm_encoder_close(fe_lm_encoder *e) {
+    if (!e) return;
+    fe_encoder_destroy(e->enc);
+    fe_wordpiece_destroy(e->tok);
+    fe_bert_weights_free(&e->w);
+    fe_safetensors_close(e->st);
+    fe_st_config_deinit(&e->stc);
+    if (e->own_dev) fe_device_destroy(e->dev);
+    fe_free(e->path);
+    fe_free(e->scratch);
+    fe_free(e->vec);
+    fe_free(e);
+}
+
+/* dir/name must exist: FE_E_NOTFOUND naming it and what the folder needs */
+static fe_status need(const char *dir, const char *name, char *path, size_t n, fe_error *err) {
+    snprintf(path, n, "%s/%s", dir, name);
+    if (fe_path_is_file(path)) return FE_OK;
+    return fe_error_set(err, FE_E_NOTFOUND, "%s: no %s; an encoder folder holds config.json, "
+                        "model.safetensors and tokenizer.json (as sentence-transformers saves one)",
+                        dir, name);
+}
+
+static fe_status open_parts(fe_lm_encoder *e, const fe_lm_encoder_options *o, fe_error *err) {
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", e->path);
+    if (!fe_path_is_dir(dir)) { /* a file in the folder */
+        char *slash = strrchr(dir, '/');
+        if (!fe_path_is_file(dir))
+            return fe_error_set(err, FE_E_NOTFOUND, "%s: no such folder or file; give the encoder's "
+                                "folder (config.json, model.safetensors, tokenizer.json)", e->path);
+        if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
+    }
+    fe_bert_config c;
+    fe_status st = need(dir, "config.json", path, sizeof path, err);
+    if (st == FE_OK) st = fe_bert_config_from_file(path, &c, err);
+    if (st == FE_OK) st = need(dir, "model.safetensors", path, sizeof path, err);
+    if (st == FE_OK) st = fe_safetensors_open(path, &e->st, err);
+    if (st == FE_OK) st = fe_bert_weights_from_safetensors(e->st, &c, &e->w, err);
+    if (st == FE_OK) st = need(dir, "tokenizer.json", path, sizeof path, err);
+    if (st == FE_OK) st = fe_wordpiece_load_json(path, &e->tok, err);
+    if (st == FE_OK) st = fe_st_config_read(dir, &e->stc, err);
+    if (st != FE_OK) return st;
+    if (fe_wordpiece_n_vocab(e->tok) > c.vocab)
+        return fe_error_set(err, FE_E_FORMAT, "%s/tokenizer.json has %d tokens but config.json's "
+                            "vocab_size is %lld; the tokenizer belongs to another model", dir,
+                            fe_wordpiece_n_vocab(e->tok), (long long)c.vocab);
+    int64_t max = o->max_tokens ? o->max_tokens : e->stc.max_seq_length ? e->stc.max_seq_length
+                  : fe_wordpiece_max_tokens(e->tok) ? fe_wordpiece_max_tokens(e->tok)
+                  : c.max_positions < 512 ? c.max_positions : 512;
+    if (max < 2 || max > c.max_positions)
+        return fe_error_set(err, FE_E_INVALID, "%s: max_tokens %lld is outside 2..%lld (the model's "
+                            "max_position_embeddings); give a value in that range", dir,
+                            (long long)max, (long long)c.max_positions);
+    e->max_tokens = max;
+    fe_encoder_options eo = fe_encoder_options_default();
+    eo.max_tokens = max;
+    eo.slots = o->batch;
+    eo.dot_bf16 = o->dot_bf16;
+    e->vec = fe_malloc((size_t)c.hidden * sizeof *e->vec);
+    if (!e->vec) return fe_error_set(err, FE_E_NOMEM, "out of memory");
+    return fe_encoder_create(e->dev, &e->w, &eo, &e->enc, err);
+}
+
+fe_status fe_lm_encoder_open(const char *path, const fe_lm_encoder_options *opts, fe_lm_encoder **out,
+                             fe_error *err) {
+    if (out) *out = NULL;
+    if (!path || !out) return fe_error_set(err, FE_E_INVALID, "fe_lm_encoder_open: give a path and out");
+    fe_lm_encoder_options o = opts ? *opts : fe_lm_encoder_options_default();
+    if (o.batch < 0 || o.batch > FE_ENCODER_MAX_SLOTS || o.threads < 0 || o.max_tokens < 0)
+        return fe_error_set(err, FE_E_INVALID, "%s: batch %d, threads %d, max_tokens %lld; give batch "
+                            "0..%d (0: 8), threads >= 0 and max_tokens >= 0 (0: the model's)", path,
+                            o.batch, o.threads, (long long)o.max_tokens, FE_ENCODER_MAX_SLOTS);
+    fe_lm_encoder *e = fe_calloc(1, sizeof *e);
+    if (!e || !(e->path = fe_strdup(path))) {
+        fe_free(e);
+        return fe_error_set(err, FE_E_NOMEM, "%s: out of memory", path);
+    }
+    fe_status st = FE_OK;
+    if (o.device) {
+        e->dev = o.device;
+    } else {
+        fe_device_options dop = fe_device_options_default();
+        dop.n_workers = o.threads;
+        st = fe_device_create(&dop, &e->dev, err);
+        e->own_dev = st == FE_OK;
+    }
+    if (st == FE_OK) st = open_parts(e, &o, err);
+    if (st != FE_OK) {
+        fe_lm_encoder_close(e);
+        return st;
+    }
+    *out = e;
+    return FE_OK;
+}
+
+static fe_lm_pooling public_pooling(fe_pooling p) {
+    return p == FE_POOLING_CLS ? FE_LM_POOLING_CLS : p == FE_POOLING_LAST ? FE_LM_POOLING_LAST : FE_LM_POOLING_MEAN;
+}
+
+fe_status fe_lm_encoder_get_info(const fe_lm_encoder *e, fe_lm_encoder_info *out) {
+    if (!e || !out) return FE_E_INVALID;
+    const fe_bert_config *c = &e->w.cfg;
+    size_t bytes = 0;
+    const fe_tensor *top[] = {&e->w.word, &e->w.position, &e->w.type, &e->w.ln_w, &e->w.ln_b};
+    for (size_t i = 0; i < 5; i++) bytes += (size_t)fe_tensor_numel(top[i]) * 4;
+    for (int64_t l = 0; l < c->n_layers; l++)
+        for (int i = 0; i < 16; i++) bytes += (size_t)fe_tensor_numel(&e->w.layers[l].wq + i) * 4;
+    fe_lm_pooling p = public_pooling(e->stc.pooling);
+    *out = (fe_lm_encoder_info){
+        .path = e->path, .architecture = "bert", .tokenizer = "WordPiece", .vocab = c->vocab,
+        .hidden = c->hidden, .n_layers = c->n_layers, .n_heads = c->n_heads, .ffn = c->ffn,
+        .max_tokens = e->max_tokens, .batch = fe_encoder_slots(e->enc), .pooling = p,
+        .pooling_name = pooling_names[p], .normalize = e->stc.normalize,
+        .n_prompts = e->stc.n_prompts, .prompt_names = (const char *const *)e->stc.prompt_name,
+        .default_prompt = e->stc.default_prompt, .weight_bytes = bytes,
+    };
+    return FE_OK;
+}
+
+/* The prompt o asks for: NULL for none; FE_E_INVALID naming the prompts the model has */
+static fe_status prompt_of(fe_lm_encoder *e, const fe_lm_embed_options *o, const char **prompt) {
+    const char *name = o->prompt_name ? o->prompt_name : e->stc.default_prompt;
+    *prompt = NULL;
+    if (!name || !*name) return FE_OK;
+    if ((*prompt = fe_st_config_prompt(&e->stc, name))) return FE_OK;
+    char have[512] = "";
+    size_t k = 0;
+    for (int i = 0; i < e->stc.n_prompts && k < sizeof have; i++)
+        k += (size_t)snprintf(have + k, sizeof have - k, "%s%s", i ? ", " : "", e->stc.prompt_name[i]);
+    return fe_error_set(&e->err, FE_E_INVALID, "the model has no prompt named \"%.60s\"; %s%s", name,
+                        e->stc.n_prompts ? "its prompts are " : "it has none (its folder's "
+                        "config_sentence_transformers.json names none): give no prompt name",
+                        have);
+}
+
+/* The ids of prompt + text, cut at max_tokens; *cut when the text was longer */
+static fe_status tokenize(fe_lm_encoder *e, const char *prompt, const char *text, size_t index,
+                          int32_t **ids, size_t *n, bool *cut) {
+    size_t pl = prompt ? strlen(prompt) : 0, tl = strlen(text);
+    if (e->scratch_cap < pl + tl + 1) {
+        char *p = fe_realloc(e->scratch, pl + tl + 1);
+        if (!p) return fe_error_set(&e->err, FE_E_NOMEM, "out of memory for text %zu", index);
+        e->scratch = p, e->scratch_cap = pl + tl + 1;
+    }
+    if (pl) memcpy(e->scratch, prompt, pl);
+    memcpy(e->scratch + pl, text, tl);
+    fe_error err = {0};
+    fe_status st = fe_wordpiece_encode(e->tok, e->scratch, pl + tl, -1, ids, n, &err);
+    if (st != FE_OK) return fe_error_set(&e->err, st, "text %zu: %s", index, err.message);
+    *cut = (int64_t)*n > e->max_tokens;
+    if (*cut) { /* keep [CLS] and the first pieces, end with [SEP] */
+        (*ids)[e->max_tokens - 1] = (*ids)[*n - 1];
+        *n = (size_t)e->max_tokens;
+    }
+    return FE_OK;
+}
+
+fe_status fe_lm_encoder_tokenize(fe_lm_encoder *e, const char *text, const fe_lm_embed_options *o,
+                                 int32_t **ids, size_t *n) {
+    if (!e) return FE_E_INVALID;
+    fe_error_clear(&e->err);
+    if (!text || !ids || !n) return fe_error_set(&e->err, FE_E_INVALID, "tokenize: give text, ids and n");
+    fe_lm_embed_options d = fe_lm_embed_options_default();
+    const char *prompt;
+    bool cut;
+    fe_status st = prompt_of(e, o ? o : &d, &prompt);
+    return st == FE_OK ? tokenize(e, prompt, text, 0, ids, n, &cut) : st;
+}
+
+fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
+                      const fe_lm_embed_options *opts, float *out, int64_t *dim_out,
+                      fe_lm_embed_stats *stats) {
+    if (!e) return FE_E_INVALID;
+    fe_error_clear(&e->err);
+    fe_lm_embed_options o = opts ? *opts : fe_lm_embed_options_default();
+    const int64_t H = e->w.cfg.hidden;
+    if ((n && (!texts || !out)))
+        return fe_error_set(&e->err, FE_E_INVALID, "embed: give the texts and room for their vectors");
+    if (o.dim < 0 || o.dim > H)
+        return fe_error_set(&e->err, FE_E_INVALID, "embed: dim %lld is outside 1..%lld (the model's "
+                            "hidden size); give a value in that range, or 0 for all", (long long)o.dim,
+                            (long long)H);
+    if (o.pooling < FE_LM_POOLING_MODEL || o.pooling > FE_LM_POOLING_LAST || o.normalize < -1 || o.normalize > 1)
+        return fe_error_set(&e->err, FE_E_INVALID, "embed: pooling %d or normalize %d is not one the "
+                            "header lists", (int)o.pooling, o.normalize);
+    const char *prompt;
+    fe_status st = prompt_of(e, &o, &prompt);
+    if (st != FE_OK) return st;
+    const int64_t dim = o.dim ? o.dim : H;
+    if (dim_out) *dim_out = dim;
+    fe_pooling pool = o.pooling == FE_LM_POOLING_MODEL ? e->stc.pooling
+                      : o.pooling == FE_LM_POOLING_CLS ? FE_POOLING_CLS
+                      : o.pooling == FE_LM_POOLING_LAST ? FE_POOLING_LAST : FE_POOLING_MEAN;
+    bool normalize = o.normalize < 0 ? e->stc.normalize : o.normalize == 1;
+    const int slots = fe_encoder_slots(e->enc);
+    int32_t *ids[FE_ENCODER_MAX_SLOTS] = {0};
+    for (size_t first = 0; st == FE_OK && first < n; first += (size_t)slots) {
+        int k = n - first < (size_t)slots ? (int)(n - first) : slots;
+        int64_t lens[FE_ENCODER_MAX_SLOTS];
+        for (int s = 0; st == FE_OK && s < k; s++) {
+            size_t len;
+            bool cut;
+            if (!texts[first + (size_t)s]) {
+                st = fe_error_set(&e->err, FE_E_INVALID, "embed: text %zu is NULL", first + (size_t)s);
+                break;
+            }
+            st = tokenize(e, prompt, texts[first + (size_t)s], first + (size_t)s, &ids[s], &len, &cut);
+            lens[s] = (int64_t)len;
+            if (st == FE_OK && stats) stats->tokens += lens[s], stats->truncated += cut;
+        }
+        const float *h = NULL;
+        if (st == FE_OK && fe_encoder_forward(e->enc, (const int32_t *const *)ids, lens, k, &h) != FE_OK)
+            st = fe_error_set(&e->err, FE_E_BOUNDS, "%s", fe_encoder_message(e->enc));
+        for (int s = 0; st == FE_OK && s < k; s++) {
+            fe_encoder_pool(h, lens[s], H, pool, dim, normalize, out + (first + (size_t)s) * (size_t)dim);
+            h += lens[s] * H;
+        }
+        for (int s = 0; s < k; s++) fe_free(ids[s]), ids[s] = NULL;
+    }
+    return st;
+}

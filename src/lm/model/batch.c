@@ -1,0 +1,507 @@
+/* lm/model/batch.c: the causal LM over many sequences (batch.h). The prefill chunk repeats
+ * causal.c's prefill steps over the slot's cache (a per-call slot index windows the batched
+ * cache), so its numbers are the single-sequence model's; the decode step multiplies B rows
+ * at once and attends each row against its own slot. */
+#include "lm/model/batch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "lm/model/causal.h" /* its dot-product choices (fe_causal_options) */
+#include "lm/model/rope_table.h"
+
+struct fe_batch {
+    fe_device *dev;
+    const fe_llama_weights *w;
+    fe_batch_options o;
+    bool prefill_bf16, prefill_int8, decode_int8;
+    fe_graph *g;
+    float *rope;        /* (max_seq_len, head_dim) */
+    int32_t *chunk;     /* (C) the prefill input */
+    int32_t *rows;      /* (slots) the decode input */
+    int32_t **history;  /* per slot (max_seq_len): the tokens in its cache */
+    int64_t *n_history;
+    float *logits;      /* (slots, vocab) */
+    fe_error err;
+};
+
+const char *fe_batch_message(const fe_batch *b) { return b->err.message; }
+int64_t fe_batch_position(const fe_batch *b, int slot) { return b->n_history[slot]; }
+/* The first row a prefill of tokens[0..n) runs: the chunk holding the first token that
+ * differs from the cache (the last row always runs again, for its logits). */
+static int64_t first_row(const fe_batch *b, int slot, const int32_t *tokens, int64_t n) {
+    const int32_t *hist = b->history[slot];
+    int64_t same = 0;
+    while (same < n && same < b->n_history[slot] && tokens[same] == hist[same]) same++;
+    if (same == n) same = n - 1;
+    return same / b->o.chunk * b->o.chunk;
+}
+
+int64_t fe_batch_reusable(const fe_batch *b, int slot, const int32_t *tokens, int64_t n) {
+    return slot >= 0 && slot < b->o.slots && n > 0 ? first_row(b, slot, tokens, n) : 0;
+}
+int64_t fe_batch_max_seq_len(const fe_batch *b) { return b->o.max_seq_len; }
+
+/* ---- the body: causal.c's helpers, GEMM forms only (plus the head's GEMV) ---- */
+
+typedef struct { bool act_bf16, act_int8; double eps; } mm_mode;
+
+static fe_h rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps) {
+    fe_h in[2] = {x, w};
+    fe_setting e = {"eps", eps};
+    return fe_apply(t, "RMSNorm", in, 2, &e, 1, NULL, 0);
+}
+
+static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
+    char path[64];
+    snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
+    return fe_weight(t, path);
+}
+
+static bool int8_for(fe_trace *t, mm_mode mm, fe_h w) {
+    fe_dtype wdt = fe_dtype_of(t, w);
+    return mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
+}
+
+/* C = epilogue(A B^T), as causal.c's gemm() */
+static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
+    fe_setting s[2] = {{mm.act_bf16 ? "act_bf16" : "act_int8", 1}};
+    int n = mm.act_bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
+    if (extra) s[n++] = *extra;
+    if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
+    return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
+}
+
+static fe_h project(fe_trace *t, mm_mode mm, fe_h dst, fe_h a, fe_h w) {
+    fe_h in[2] = {a, w};
+    return gemm(t, mm, dst, in, 2, NULL);
+}
+
+static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
+    fe_h in[4] = {o, w, FE_NO_TENSOR, x};
+    return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
+}
+
+static fe_h gated(fe_trace *t, mm_mode mm, fe_h a, fe_h wg, fe_h wu) {
+    fe_setting silu = FE_CHOICE("activation", "silu");
+    fe_h gin[2] = {a, wg}, uin[2] = {a, wu};
+    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
+    fe_h in[2] = {g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL)};
+    return fe_apply(t, "ElementwiseMul", in, 2, NULL, 0, NULL, 0);
+}
+
+/* y = epilogue(W a) for every row of a decode step (causal.c's gemv()): a normalised in
+ * the GEMV's prologue when norm is a tensor, int8 activations where int8_for */
+static fe_h gemv(fe_trace *t, mm_mode mm, fe_h w, fe_h x, fe_h norm, fe_h up, fe_h res,
+                 const char *epi) {
+    fe_h in[5] = {w, x, up, res, norm};
+    fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
+                       {"eps", mm.eps}};
+    int n_in = norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
+    if (int8_for(t, mm, w)) s[n++] = s[1];
+    if (norm.id) s[n++] = s[2], s[n++] = s[3];
+    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
+}
+
+/* The feed-forward half of a layer over every row, and the residual. */
+static fe_h ffn(fe_trace *t, mm_mode mm, int64_t l, fe_h x) {
+    fe_h h = rmsnorm(t, x, layer_weight(t, l, "ffn_norm"), mm.eps);
+    fe_h a = gated(t, mm, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
+    return project_add(t, mm, a, layer_weight(t, l, "w_down"), x);
+}
+
+/* Slot `slot`'s cache of layer l (K or V): (max_seq_len, n_kv_heads, head_dim). */
+static fe_h slot_cache(fe_trace *t, const fe_batch *b, int64_t l, const char *kv, fe_val slot) {
+    const fe_lm_config *c = &b->w->cfg;
+    char path[64];
+    snprintf(path, sizeof path, "layers.%lld.%s_cache", (long long)l, kv);
+    int64_t all[4] = {b->o.slots + 1, b->o.max_seq_len, c->n_kv_heads, c->head_dim};
+    fe_h cache = fe_state(t, path, FE_DTYPE_F32, 4, all);
+    return fe_reshape(t, fe_at(t, cache, 0, slot, fe_const(1)), 3, all + 1);
+}
+
+/* The prefill chunk: causal.c's prefill steps, against slot's cache. */
+static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
+    const fe_lm_config *c = &b->w->cfg;
+    int64_t hd = c->head_dim, C = b->o.chunk;
+    mm_mode mm = {b->prefill_bf16, b->prefill_int8, c->rms_eps};
+    fe_val slot = fe_scratchpad(t, "slot"), pos = fe_scratchpad(t, "position");
+    fe_val n = fe_scratchpad(t, "n"), end = fe_val_sum(t, pos, n);
+    fe_h x = fe_take(t, fe_weight(t, "embed"), fe_bound(t, fe_input(t, "tokens"), 0, n));
+    fe_h rope = fe_weight(t, "rope");
+    fe_setting form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half");
+    fe_value_set at = {"pos", pos};
+    int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd};
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), mm.eps);
+        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
+        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
+        fe_h kc = slot_cache(t, b, l, "k", slot), vc = slot_cache(t, b, l, "v", slot);
+        int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
+        project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h, layer_weight(t, l, "wv"));
+        fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
+        q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
+        fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
+        fe_h att_in[3] = {q, fe_bound(t, kc, 0, end), fe_bound(t, vc, 0, end)};
+        fe_value_set off = {"q_offset", pos};
+        fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
+        int64_t flat[2] = {C, c->n_heads * hd};
+        x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
+        x = ffn(t, mm, l, x);
+    }
+    /* the last row alone goes to the head, through causal.c's GEMV (same settings) */
+    fe_h last = fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
+    fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
+    fe_h in[2] = {fe_weight(t, "lm_head"), xn};
+    fe_setting s = {"act_int8", 1};
+    bool int8 = int8_for(t, mm, in[0]);
+    fe_setting epi = FE_CHOICE("epilogue", "none");
+    fe_setting set[2] = {epi, s};
+    fe_output(t, fe_apply(t, "GEMV", in, 2, set, int8 ? 2 : 1, NULL, 0));
+    return fe_trace_status(t);
+}
+
+/* What the per-row steps of a decode layer need. */
+typedef struct rows_ctx {
+    const fe_batch *b;
+    int64_t B;
+    fe_val slot[FE_BATCH_MAX_ROWS], pos[FE_BATCH_MAX_ROWS];
+    fe_h rope, att; /* att: (B, heads, head_dim), the attention of every row */
+    fe_setting form;
+} rows_ctx;
+
+/* Row by row: rotated K and V into the row's slot at its position, its query rotated, its
+ * attention over the slot's rows up to it into att[r]. q (B, heads, hd), k, v (B, kv, hd). */
+static void attend_rows(fe_trace *t, const rows_ctx *rc, int64_t l, fe_h q, fe_h k, fe_h v) {
+    for (int r = 0; r < rc->B; r++) {
+        fe_h kc = slot_cache(t, rc->b, l, "k", rc->slot[r]), vc = slot_cache(t, rc->b, l, "v", rc->slot[r]);
+        fe_val row = fe_const(r), one = fe_const(1), pos = rc->pos[r];
+        fe_value_set at = {"pos", pos};
+        fe_h kr[2] = {fe_window(t, k, 0, row, 1, one), rc->rope};
+        fe_apply_into(t, fe_window(t, kc, 0, pos, 1, one), "RoPE", kr, 2, &rc->form, 1, &at, 1);
+        fe_copy_into(t, fe_window(t, vc, 0, pos, 1, one), fe_window(t, v, 0, row, 1, one));
+        fe_h qr[2] = {fe_window(t, q, 0, row, 1, one), rc->rope};
+        fe_h qrow = fe_apply(t, "RoPE", qr, 2, &rc->form, 1, &at, 1);
+        fe_val len = fe_val_add(pos, 1);
+        fe_h att_in[3] = {qrow, fe_bound(t, kc, 0, len), fe_bound(t, vc, 0, len)};
+        fe_value_set off = {"q_offset", pos};
+        fe_apply_into(t, fe_window(t, rc->att, 0, row, 1, one), "MHA", att_in, 3, NULL, 0, &off, 1);
+    }
+}
+
+/* One layer over B rows as causal.c's decode step does it: GEMVs with the RMSNorm prologue
+ * and the epilogues folded in. Per row the same arithmetic as a decode step of one row. */
+static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, mm_mode mm, int64_t l, fe_h x) {
+    const fe_lm_config *c = &rc->b->w->cfg;
+    int64_t B = rc->B, hd = c->head_dim;
+    int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
+    fe_h none = FE_NO_TENSOR, an = layer_weight(t, l, "attn_norm");
+    fe_h q = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wq"), x, an, none, none, "none"), 3, qs);
+    fe_h k = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wk"), x, an, none, none, "none"), 3, ks);
+    fe_h v = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wv"), x, an, none, none, "none"), 3, ks);
+    attend_rows(t, rc, l, q, k, v);
+    x = gemv(t, mm, layer_weight(t, l, "wo"), fe_reshape(t, rc->att, 2, flat), none, none, x, "residual");
+    fe_h fn = layer_weight(t, l, "ffn_norm");
+    fe_h a = gemv(t, mm, layer_weight(t, l, "w_gate"), x, fn, layer_weight(t, l, "w_up"), none, "swiglu");
+    return gemv(t, mm, layer_weight(t, l, "w_down"), a, none, none, x, "residual");
+}
+
+/* One layer over B rows as a prefill chunk does it: RMSNorm, then GEMMs over the rows. */
+static fe_h layer_gemm(fe_trace *t, const rows_ctx *rc, mm_mode mm, int64_t l, fe_h x) {
+    const fe_lm_config *c = &rc->b->w->cfg;
+    int64_t B = rc->B, hd = c->head_dim;
+    int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
+    fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), mm.eps);
+    fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
+    fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
+    fe_h v = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wv")), 3, ks);
+    attend_rows(t, rc, l, q, k, v);
+    x = project_add(t, mm, fe_reshape(t, rc->att, 2, flat), layer_weight(t, l, "wo"), x);
+    return ffn(t, mm, l, x);
+}
+
+/* The decode step: B rows (the input's length: one version per compiled size), row r in
+ * slot "slot<r>" at position "pos<r>". Up to FE_BATCH_GEMV_ROWS rows its products are GEMVs
+ * over the rows (bit-identical per row to the single-sequence decode step; their cost grows
+ * with the rows on a CPU where decoding the weight blocks, not reading them, bounds it);
+ * past that GEMMs (a cost nearly flat in the rows, above a few GEMV rows'; not
+ * bit-identical: they sum in another order). */
+static fe_status decode_body(fe_trace *t, const fe_batch *b) {
+    const fe_lm_config *c = &b->w->cfg;
+    int64_t shape[FE_MAX_RANK];
+    fe_shape(t, fe_input(t, "rows"), shape);
+    rows_ctx rc = {.b = b, .B = shape[0], .rope = fe_weight(t, "rope"),
+                   .form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half")};
+    for (int r = 0; r < rc.B; r++) {
+        char name[16];
+        snprintf(name, sizeof name, "slot%d", r);
+        rc.slot[r] = fe_scratchpad(t, name);
+        snprintf(name, sizeof name, "pos%d", r);
+        rc.pos[r] = fe_scratchpad(t, name);
+    }
+    int64_t qs[3] = {rc.B, c->n_heads, c->head_dim};
+    char att_name[32];
+    snprintf(att_name, sizeof att_name, "attention_rows_%lld", (long long)rc.B);
+    rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
+    mm_mode mm = {false, b->decode_int8, c->rms_eps};
+    bool by_gemv = rc.B <= FE_BATCH_GEMV_ROWS;
+    fe_h x = fe_take(t, fe_weight(t, "embed"), fe_input(t, "rows")); /* (B, hidden) */
+    for (int64_t l = 0; l < c->n_layers; l++)
+        x = by_gemv ? layer_gemv(t, &rc, mm, l, x) : layer_gemm(t, &rc, mm, l, x);
+    fe_h xn = rmsnorm(t, x, fe_weight(t, "norm"), c->rms_eps);
+    fe_h none = FE_NO_TENSOR;
+    fe_output(t, by_gemv ? gemv(t, mm, fe_weight(t, "lm_head"), xn, none, none, none, "none")
+                         : project(t, mm, FE_NO_TENSOR, xn, fe_weight(t, "lm_head"))); /* (B, vocab) */
+    return fe_trace_status(t);
+}
+
+static fe_status batch_body(fe_trace *t, const void *model) {
+    const fe_batch *b = model;
+    return fe_has_input(t, "tokens") ? prefill_body(t, b) : decode_body(t, b);
+}
+
+/* ---- building ---- */
+
+static fe_status set_weights(fe_batch *b) {
+    const fe_llama_weights *w = b->w;
+    fe_status st = fe_graph_set_weight(b->g, "embed", w->embed);
+    if (st == FE_OK) st = fe_graph_set_weight(b->g, "norm", w->norm);
+    if (st == FE_OK) st = fe_graph_set_weight(b->g, "lm_head", w->lm_head);
+    int64_t rs[2] = {b->o.max_seq_len, w->cfg.head_dim};
+    if (st == FE_OK) st = fe_graph_set_weight(b->g, "rope", fe_tensor_contiguous(b->rope, FE_DTYPE_F32, 2, rs));
+    for (int64_t l = 0; st == FE_OK && l < w->cfg.n_layers; l++) {
+        const fe_llama_layer *L = &w->layers[l];
+        struct { const char *name; const fe_tensor *t; } ws[] = {
+            {"attn_norm", &L->attn_norm}, {"wq", &L->wq}, {"wk", &L->wk}, {"wv", &L->wv},
+            {"wo", &L->wo}, {"ffn_norm", &L->ffn_norm}, {"w_gate", &L->w_gate},
+            {"w_up", &L->w_up}, {"w_down", &L->w_down},
+        };
+        for (size_t i = 0; st == FE_OK && i < sizeof ws / sizeof ws[0]; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, ws[i].name);
+            st = fe_graph_set_weight(b->g, path, *ws[i].t);
+        }
+    }
+    return st == FE_OK ? FE_OK : fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
+}
+
+static fe_status compile_versions(fe_batch *b) {
+    fe_compile_options co = fe_compile_options_default();
+    co.packaging = b->o.packaging;
+    co.profile = b->o.profile;
+    int64_t C = b->o.chunk;
+    fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(b->chunk, FE_DTYPE_I32, 1, &C)};
+    fe_status st = fe_graph_compile(b->g, &prefill, 1, &co);
+    /* decode versions of 1, 2, 4 ... rows and of every slot: a step with few sequences
+     * pays for those, not for every slot */
+    for (int64_t B = 1; st == FE_OK; B = B * 2 < b->o.slots ? B * 2 : b->o.slots) {
+        fe_named_tensor decode = {"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &B)};
+        st = fe_graph_compile(b->g, &decode, 1, &co);
+        if (B == b->o.slots) break;
+    }
+    return st == FE_OK ? FE_OK : fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
+}
+
+/* The RoPE table (max_seq_len, head_dim), as causal.c makes it (rope_freqs divisors too). */
+static fe_status rope_table(fe_batch *b, fe_error *err) {
+    const fe_lm_config *c = &b->w->cfg;
+    int64_t hd = c->head_dim, half = hd / 2;
+    if (c->rope_scaling.type != FE_LM_ROPE_FREQS_TENSOR) {
+        fe_rope_scaling sc = {c->rope_scaling.factor, c->rope_scaling.low_freq_factor,
+                              c->rope_scaling.high_freq_factor,
+                              c->rope_scaling.original_max_position_embeddings};
+        fe_status st = fe_rope_table(b->rope, b->o.max_seq_len, hd, c->rope_theta,
+                                     c->rope_scaling.type == FE_LM_ROPE_LLAMA3 ? &sc : NULL);
+        return st == FE_OK ? FE_OK : fe_error_set(err, st, "batch: cannot build the RoPE table");
+    }
+    const fe_tensor *div = &b->w->rope_freqs;
+    if (!div->data || div->dtype != FE_DTYPE_F32 || fe_tensor_numel(div) != half)
+        return fe_error_set(err, FE_E_FORMAT, "the config asks for rope_freqs divisors but the "
+                            "weights hold no (head_dim / 2) f32 rope_freqs tensor");
+    double *f = fe_malloc((size_t)half * sizeof *f);
+    if (!f) return fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
+    fe_status st = fe_rope_inv_freq(f, hd, c->rope_theta, NULL);
+    for (int64_t i = 0; st == FE_OK && i < half; i++) {
+        float d = ((const float *)div->data)[i];
+        if (!(d > 0)) st = fe_error_set(err, FE_E_FORMAT, "rope_freqs[%lld] = %g; divisors must be > 0", (long long)i, d);
+        f[i] /= d;
+    }
+    for (int64_t p = 0; st == FE_OK && p < b->o.max_seq_len; p++)
+        for (int64_t i = 0; i < half; i++) {
+            double a = (double)p * f[i];
+            b->rope[p * hd + i] = (float)cos(a);
+            b->rope[p * hd + half + i] = (float)sin(a);
+        }
+    fe_free(f);
+    return st;
+}
+
+/* The dot products as fe_causal_create resolves them. */
+static fe_status resolve_dots(fe_batch *b, fe_error *err) {
+    const fe_lm_config *c = &b->w->cfg;
+    bool all_bf16 = true, any_block = false;
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        const fe_llama_layer *L = &b->w->layers[l];
+        const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
+            any_block |= ms[i]->dtype == FE_DTYPE_Q8_0 || ms[i]->dtype == FE_DTYPE_Q4_0 ||
+                         ms[i]->dtype == FE_DTYPE_Q4_1;
+        }
+    }
+    if (b->o.prefill_dot == FE_PREFILL_DOT_INT8 && !any_block)
+        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in int8 need layer matrices in "
+                            "q8_0, q4_0 or q4_1; use f32 dot products");
+    if (b->o.prefill_dot == FE_PREFILL_DOT_BF16 && !all_bf16)
+        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in bf16 need every layer matrix "
+                            "in bf16; use f32 dot products");
+    b->prefill_bf16 = all_bf16 && (b->o.prefill_dot == FE_PREFILL_DOT_AUTO || b->o.prefill_dot == FE_PREFILL_DOT_BF16);
+    b->prefill_int8 = b->o.prefill_dot == FE_PREFILL_DOT_AUTO || b->o.prefill_dot == FE_PREFILL_DOT_INT8;
+    b->decode_int8 = b->o.decode_dot != FE_DECODE_DOT_F32;
+    return FE_OK;
+}
+
+fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_batch_options *o,
+                          fe_batch **out, fe_error *err) {
+    *out = NULL;
+    const fe_lm_config *c = &w->cfg;
+    if (o->slots < 1 || o->slots > FE_BATCH_MAX_ROWS)
+        return fe_error_set(err, FE_E_INVALID, "batch: %d slots; give 1..%d (two per-call words a "
+                            "row, within a graph's 32)", o->slots, FE_BATCH_MAX_ROWS);
+    if (o->max_seq_len < 1 || (c->max_context > 0 && o->max_seq_len > c->max_context))
+        return fe_error_set(err, FE_E_INVALID, "batch: max_seq_len %lld; give 1..%lld (the model's "
+                            "context)", (long long)o->max_seq_len, (long long)c->max_context);
+    fe_batch *b = fe_calloc(1, sizeof *b);
+    if (!b) return fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
+    b->dev = dev;
+    b->w = w;
+    b->o = *o;
+    if (b->o.chunk <= 0) b->o.chunk = 256;
+    if (b->o.chunk > b->o.max_seq_len) b->o.chunk = b->o.max_seq_len;
+    fe_status st = resolve_dots(b, err);
+    b->rope = fe_aligned_alloc(64, (size_t)(b->o.max_seq_len * c->head_dim) * sizeof(float));
+    b->chunk = fe_calloc((size_t)b->o.chunk, sizeof *b->chunk);
+    b->rows = fe_calloc((size_t)o->slots, sizeof *b->rows);
+    b->history = fe_calloc((size_t)o->slots, sizeof *b->history);
+    b->n_history = fe_calloc((size_t)o->slots, sizeof *b->n_history);
+    b->logits = fe_calloc((size_t)(o->slots * c->vocab), sizeof(float));
+    bool ok = b->rope && b->chunk && b->rows && b->history && b->n_history && b->logits;
+    for (int i = 0; ok && i < o->slots; i++)
+        ok = (b->history[i] = fe_calloc((size_t)b->o.max_seq_len, sizeof **b->history)) != NULL;
+    if (st == FE_OK && !ok) st = fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
+    if (st == FE_OK) st = rope_table(b, err);
+    if (st == FE_OK) st = fe_graph_create(dev, "batch", batch_body, b, &b->g, err);
+    if (st == FE_OK) st = set_weights(b);
+    if (st == FE_OK) st = compile_versions(b);
+    if (st != FE_OK) {
+        if (err && b->err.status != FE_OK) *err = b->err;
+        fe_batch_destroy(b);
+        return st;
+    }
+    *out = b;
+    return FE_OK;
+}
+
+void fe_batch_destroy(fe_batch *b) {
+    if (!b) return;
+    fe_graph_destroy(b->g);
+    if (b->history)
+        for (int i = 0; i < b->o.slots; i++) fe_free(b->history[i]);
+    fe_free(b->history);
+    fe_free(b->n_history);
+    fe_free(b->rope);
+    fe_free(b->chunk);
+    fe_free(b->rows);
+    fe_free(b->logits);
+    fe_free(b);
+}
+
+/* ---- calling ---- */
+
+fe_status fe_batch_prefill(fe_batch *b, int slot, const int32_t *tokens, int64_t n,
+                           int64_t max_chunks, bool *done, const float **logits) {
+    fe_error_clear(&b->err);
+    *done = false;
+    if (slot < 0 || slot >= b->o.slots)
+        return fe_error_set(&b->err, FE_E_BOUNDS, "slot %d; give 0..%d", slot, b->o.slots - 1);
+    if (n < 1 || n > b->o.max_seq_len)
+        return fe_error_set(&b->err, FE_E_BOUNDS, "a prompt of %lld tokens; give 1..%lld (max_seq_len)",
+                            (long long)n, (long long)b->o.max_seq_len);
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= b->w->cfg.vocab)
+            return fe_error_set(&b->err, FE_E_BOUNDS, "token %d at %lld is outside the vocabulary "
+                                "of %lld", tokens[i], (long long)i, (long long)b->w->cfg.vocab);
+    int32_t *hist = b->history[slot];
+    int64_t start = first_row(b, slot, tokens, n), C = b->o.chunk;
+    for (int64_t pos = start, k = 0; pos < n && (max_chunks <= 0 || k < max_chunks); pos += C, k++) {
+        int64_t rows = n - pos < C ? n - pos : C;
+        memcpy(b->chunk, tokens + pos, (size_t)rows * sizeof *tokens);
+        fe_named_tensor in = {"tokens", fe_tensor_contiguous(b->chunk, FE_DTYPE_I32, 1, &C)};
+        fe_word words[3] = {{"slot", slot}, {"n", rows}, {"position", pos}};
+        fe_tensor outs[1];
+        int n_out = 0;
+        fe_status st = fe_graph_call(b->g, &in, 1, words, 3, outs, 1, &n_out);
+        if (st != FE_OK) {
+            b->n_history[slot] = 0; /* what the cache holds is unknown now */
+            return fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
+        }
+        memcpy(hist + pos, tokens + pos, (size_t)rows * sizeof *tokens);
+        b->n_history[slot] = pos + rows;
+        if (pos + rows == n) {
+            memcpy(b->logits, outs[0].data, (size_t)b->w->cfg.vocab * sizeof(float));
+            *done = true;
+            if (logits) *logits = b->logits;
+        }
+    }
+    return FE_OK;
+}
+
+fe_status fe_batch_decode(fe_batch *b, const int *slots, const int32_t *tokens, int n_rows,
+                          const float **logits) {
+    fe_error_clear(&b->err);
+    if (n_rows < 1 || n_rows > b->o.slots)
+        return fe_error_set(&b->err, FE_E_BOUNDS, "%d rows; give 1..%d", n_rows, b->o.slots);
+    int B = 1; /* the smallest version that holds the rows */
+    while (B < n_rows) B *= 2;
+    if (B > b->o.slots) B = b->o.slots;
+    fe_word words[2 * FE_BATCH_MAX_ROWS];
+    char names[2 * FE_BATCH_MAX_ROWS][16];
+    bool used[FE_BATCH_MAX_ROWS] = {0};
+    for (int r = 0; r < B; r++) {
+        int s = r < n_rows ? slots[r] : b->o.slots; /* rows past n_rows: the sink slot */
+        int64_t p = 0;
+        if (r < n_rows) {
+            if (s < 0 || s >= b->o.slots || used[s])
+                return fe_error_set(&b->err, FE_E_BOUNDS, "row %d: slot %d; give distinct slots in "
+                                    "0..%d", r, s, b->o.slots - 1);
+            used[s] = true;
+            p = b->n_history[s];
+            if (p == 0)
+                return fe_error_set(&b->err, FE_E_STATE, "slot %d has no prompt; prefill it first", s);
+            if (p >= b->o.max_seq_len)
+                return fe_error_set(&b->err, FE_E_BOUNDS, "slot %d's cache is full (%lld rows, "
+                                    "max_seq_len)", s, (long long)b->o.max_seq_len);
+            if (tokens[r] < 0 || tokens[r] >= b->w->cfg.vocab)
+                return fe_error_set(&b->err, FE_E_BOUNDS, "row %d: token %d is outside the "
+                                    "vocabulary of %lld", r, tokens[r], (long long)b->w->cfg.vocab);
+        }
+        b->rows[r] = r < n_rows ? tokens[r] : 0;
+        snprintf(names[2 * r], sizeof names[0], "slot%d", r);
+        snprintf(names[2 * r + 1], sizeof names[0], "pos%d", r);
+        words[2 * r] = (fe_word){names[2 * r], s};
+        words[2 * r + 1] = (fe_word){names[2 * r + 1], p};
+    }
+    int64_t Bn = B;
+    fe_named_tensor in = {"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &Bn)};
+    fe_tensor outs[1];
+    int n_out = 0;
+    fe_status st = fe_graph_call(b->g, &in, 1, words, 2 * B, outs, 1, &n_out);
+    if (st != FE_OK) return fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
+    memcpy(b->logits, outs[0].data, (size_t)(n_rows * b->w->cfg.vocab) * sizeof(float));
+    for (int r = 0; r < n_rows; r++) b->history[slots[r]][b->n_history[slots[r]]++] = tokens[r];
+    if (logits) *logits = b->logits;
+    return FE_OK;
+}

@@ -1,0 +1,248 @@
+/* lm/model/encoder.c: the BERT-family encoder as a graph (see encoder.h). The body reads as the
+ * model is defined: embeddings (word + position + token type 0), LayerNorm, then per layer
+ * q/k/v projections over the packed rows, each sentence's bidirectional attention in its own
+ * window, the output projection with the residual, LayerNorm, the GELU feed-forward with the
+ * residual, LayerNorm. Words: "n" (rows in all) and "o1".."o{slots-1}" (where sentence s
+ * starts); sentence s has o{s+1} - o{s} rows, o0 = 0 and o{slots} = n. */
+#include "lm/model/encoder.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "lm/model/blocks.h"
+
+struct fe_encoder {
+    const fe_bert_weights *w;
+    fe_encoder_options o;
+    int64_t rows;       /* slots * max_tokens: the packed rows the graph is compiled for */
+    fe_graph *g;
+    float *pos_type;    /* (max_tokens, hidden): position embedding + token type 0 */
+    uint16_t *bf16;     /* dot_bf16: the layer matrices in bf16, layer after layer */
+    fe_tensor *mats;    /* dot_bf16: (n_layers * 6) views of them, in matrix_names' order */
+    int32_t *ids;       /* (rows) the packed ids of a call */
+    int32_t *positions; /* (rows) each row's position in its sentence */
+    fe_error err;
+};
+
+fe_encoder_options fe_encoder_options_default(void) {
+    return (fe_encoder_options){.max_tokens = 0, .slots = 0, .packaging = FE_PACK_AUTO};
+}
+
+const char *fe_encoder_message(const fe_encoder *e) { return e->err.message; }
+int64_t fe_encoder_max_tokens(const fe_encoder *e) { return e->o.max_tokens; }
+int fe_encoder_slots(const fe_encoder *e) { return e->o.slots; }
+fe_graph *fe_encoder_graph(fe_encoder *e) { return e->g; }
+
+/* the per-call word of where sentence s starts (s >= 1) */
+static const char *const start_word[FE_ENCODER_MAX_SLOTS] = {
+    "o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9", "o10", "o11", "o12", "o13", "o14",
+    "o15", "o16", "o17", "o18", "o19", "o20", "o21", "o22", "o23", "o24", "o25", "o26", "o27",
+    "o28", "o29", "o30", "o31"};
+
+static fe_status encoder_body(fe_trace *t, const void *model) {
+    const fe_encoder *e = model;
+    const fe_bert_config *c = &e->w->cfg;
+    const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots;
+    const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps};
+    fe_val n = fe_scratchpad(t, "n");
+    fe_val start[FE_ENCODER_MAX_SLOTS + 1];
+    start[0] = fe_const(0);
+    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, start_word[s]);
+    start[S] = n;
+
+    fe_h ids = fe_bound(t, fe_input(t, "ids"), 0, n), pos = fe_bound(t, fe_input(t, "positions"), 0, n);
+    fe_h x = fe_block_apply(t, "ElementwiseAdd", fe_take(t, fe_weight(t, "word"), ids),
+                            fe_take(t, fe_weight(t, "pos_type"), pos)); /* (R, H), n rows */
+    x = fe_block_layernorm(t, x, fe_weight(t, "ln_w"), fe_weight(t, "ln_b"), c->ln_eps);
+    int64_t heads[3] = {R, c->n_heads, c->head_dim}, flat[2] = {R, c->hidden};
+    fe_h att = fe_state(t, "attention", FE_DTYPE_F32, 3, heads); /* (R, heads, head_dim) */
+#define W(name) fe_block_layer_weight(t, l, name)
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        fe_h q = fe_reshape(t, fe_block_linear(t, mm, x, W("wq"), W("bq"), FE_NO_TENSOR), 3, heads);
+        fe_h k = fe_reshape(t, fe_block_linear(t, mm, x, W("wk"), W("bk"), FE_NO_TENSOR), 3, heads);
+        fe_h v = fe_reshape(t, fe_block_linear(t, mm, x, W("wv"), W("bv"), FE_NO_TENSOR), 3, heads);
+        for (int64_t s = 0; s < S; s++) { /* each sentence over its own rows */
+            fe_val len = fe_val_sum(t, start[s + 1], fe_val_mul(start[s], -1));
+            fe_block_attend_all(t, fe_window(t, att, 0, start[s], T, len),
+                                fe_window(t, q, 0, start[s], T, len),
+                                fe_window(t, k, 0, start[s], T, len),
+                                fe_window(t, v, 0, start[s], T, len));
+        }
+        fe_h a = fe_reshape(t, fe_bound(t, att, 0, n), 2, flat);
+        x = fe_block_linear(t, mm, a, W("wo"), W("bo"), x);
+        x = fe_block_layernorm(t, x, W("ln1_w"), W("ln1_b"), c->ln_eps);
+        x = fe_block_ffn_gelu(t, mm, x, W("wi"), W("bi"), W("wf"), W("bf"), x);
+        x = fe_block_layernorm(t, x, W("ln2_w"), W("ln2_b"), c->ln_eps);
+    }
+#undef W
+    fe_output(t, x);
+    return fe_trace_status(t);
+}
+
+/* the matrices the GEMMs read, in fe_bert_layer's order (the others are vectors) */
+static const int matrix_fields[6] = {0, 2, 4, 6, 10, 12}; /* wq wk wv wo wi wf */
+
+/* dot_bf16: every layer matrix rounded to bf16 once (round to nearest even) */
+static fe_status round_matrices(fe_encoder *e, fe_error *err) {
+    const fe_bert_weights *w = e->w;
+    size_t total = 0;
+    for (int i = 0; i < 6; i++) total += (size_t)fe_tensor_numel(&w->layers[0].wq + matrix_fields[i]);
+    total *= (size_t)w->cfg.n_layers;
+    e->bf16 = fe_aligned_alloc(64, total * sizeof *e->bf16);
+    e->mats = fe_calloc((size_t)w->cfg.n_layers * 6, sizeof *e->mats);
+    if (!e->bf16 || !e->mats) return fe_error_set(err, FE_E_NOMEM, "encoder: out of memory for bf16 matrices");
+    uint16_t *p = e->bf16;
+    for (int64_t l = 0; l < w->cfg.n_layers; l++)
+        for (int i = 0; i < 6; i++) {
+            const fe_tensor *t = &w->layers[l].wq + matrix_fields[i];
+            int64_t n = fe_tensor_numel(t);
+            for (int64_t k = 0; k < n; k++) p[k] = fe_f32_to_bf16(((const float *)t->data)[k]);
+            e->mats[l * 6 + i] = fe_tensor_contiguous(p, FE_DTYPE_BF16, 2, t->shape);
+            p += n;
+        }
+    return FE_OK;
+}
+
+static fe_status set_weights(fe_encoder *e) {
+    const fe_bert_weights *w = e->w;
+    int64_t ps[2] = {e->o.max_tokens, w->cfg.hidden};
+    struct { const char *name; fe_tensor t; } top[] = {
+        {"word", w->word}, {"ln_w", w->ln_w}, {"ln_b", w->ln_b},
+        {"pos_type", fe_tensor_contiguous(e->pos_type, FE_DTYPE_F32, 2, ps)},
+    };
+    fe_status st = FE_OK;
+    for (size_t i = 0; st == FE_OK && i < sizeof top / sizeof top[0]; i++)
+        st = fe_graph_set_weight(e->g, top[i].name, top[i].t);
+    static const char *const names[] = {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "ln1_w",
+                                        "ln1_b", "wi", "bi", "wf", "bf", "ln2_w", "ln2_b"};
+    for (int64_t l = 0; st == FE_OK && l < w->cfg.n_layers; l++)
+        for (int i = 0; st == FE_OK && i < 16; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, names[i]);
+            fe_tensor t = (&w->layers[l].wq)[i];
+            for (int m = 0; e->mats && m < 6; m++)
+                if (matrix_fields[m] == i) t = e->mats[l * 6 + m];
+            st = fe_graph_set_weight(e->g, path, t);
+        }
+    return st == FE_OK ? FE_OK : fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
+}
+
+fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_encoder_options *o,
+                            fe_encoder **out, fe_error *err) {
+    *out = NULL;
+    fe_encoder_options opt = o ? *o : fe_encoder_options_default();
+    const fe_bert_config *c = &w->cfg;
+    if (opt.max_tokens == 0) opt.max_tokens = c->max_positions < 256 ? c->max_positions : 256;
+    if (opt.slots == 0) opt.slots = 8;
+    if (opt.max_tokens < 1 || opt.max_tokens > c->max_positions)
+        return fe_error_set(err, FE_E_INVALID, "encoder: max_tokens %lld is outside 1..%lld (the "
+                            "model's max_position_embeddings); give a value in that range",
+                            (long long)opt.max_tokens, (long long)c->max_positions);
+    if (opt.slots < 1 || opt.slots > FE_ENCODER_MAX_SLOTS)
+        return fe_error_set(err, FE_E_INVALID, "encoder: a batch of %d sentences; give 1..%d",
+                            opt.slots, FE_ENCODER_MAX_SLOTS);
+    fe_encoder *e = fe_calloc(1, sizeof *e);
+    if (!e) return fe_error_set(err, FE_E_NOMEM, "encoder: out of memory");
+    e->w = w;
+    e->o = opt;
+    e->rows = opt.slots * opt.max_tokens;
+    const int64_t H = c->hidden;
+    e->pos_type = fe_aligned_alloc(64, (size_t)(opt.max_tokens * H) * sizeof(float));
+    e->ids = fe_calloc((size_t)e->rows, sizeof *e->ids);
+    e->positions = fe_calloc((size_t)e->rows, sizeof *e->positions);
+    fe_status st = e->pos_type && e->ids && e->positions ? FE_OK
+                   : fe_error_set(err, FE_E_NOMEM, "encoder: out of memory");
+    for (int64_t p = 0; st == FE_OK && p < opt.max_tokens; p++)
+        for (int64_t i = 0; i < H; i++)
+            e->pos_type[p * H + i] = ((const float *)w->position.data)[p * H + i] +
+                                     ((const float *)w->type.data)[i];
+    if (st == FE_OK && opt.dot_bf16) st = round_matrices(e, err);
+    if (st == FE_OK) st = fe_graph_create(dev, "encoder", encoder_body, e, &e->g, err);
+    if (st == FE_OK) st = set_weights(e);
+    if (st == FE_OK) {
+        fe_compile_options co = fe_compile_options_default();
+        co.packaging = opt.packaging;
+        co.verbose = opt.verbose;
+        fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
+                                 {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
+        st = fe_graph_compile(e->g, in, 2, &co);
+        if (st != FE_OK) fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
+    }
+    if (st != FE_OK) {
+        if (err && e->err.status != FE_OK) *err = e->err;
+        fe_encoder_destroy(e);
+        return st;
+    }
+    *out = e;
+    return FE_OK;
+}
+
+void fe_encoder_destroy(fe_encoder *e) {
+    if (!e) return;
+    fe_graph_destroy(e->g);
+    fe_free(e->pos_type);
+    fe_free(e->bf16);
+    fe_free(e->mats);
+    fe_free(e->ids);
+    fe_free(e->positions);
+    fe_free(e);
+}
+
+fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int64_t *lens,
+                             int n_seqs, const float **hidden) {
+    fe_error_clear(&e->err);
+    if (n_seqs < 1 || n_seqs > e->o.slots)
+        return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: a call of %d sentences; this encoder "
+                            "takes 1..%d (its batch)", n_seqs, e->o.slots);
+    fe_word words[FE_ENCODER_MAX_SLOTS + 1];
+    int64_t row = 0;
+    for (int s = 0; s < e->o.slots; s++) {
+        if (s > 0) words[s - 1] = (fe_word){start_word[s], row}; /* empty slots start at the end */
+        if (s >= n_seqs) continue;
+        if (lens[s] < 1 || lens[s] > e->o.max_tokens)
+            return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d has %lld tokens; give "
+                                "1..%lld (max_tokens)", s, (long long)lens[s],
+                                (long long)e->o.max_tokens);
+        for (int64_t i = 0; i < lens[s]; i++) {
+            if (ids[s][i] < 0 || ids[s][i] >= e->w->cfg.vocab)
+                return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d: id %d at %lld is "
+                                    "outside the vocabulary of %lld", s, ids[s][i], (long long)i,
+                                    (long long)e->w->cfg.vocab);
+            e->ids[row + i] = ids[s][i];
+            e->positions[row + i] = (int32_t)i;
+        }
+        row += lens[s];
+    }
+    words[e->o.slots - 1] = (fe_word){"n", row};
+    fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
+                             {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
+    fe_tensor outs[1];
+    int n_out = 0;
+    fe_status st = fe_graph_call(e->g, in, 2, words, e->o.slots, outs, 1, &n_out);
+    if (st != FE_OK) return fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
+    *hidden = outs[0].data;
+    return FE_OK;
+}
+
+void fe_encoder_pool(const float *h, int64_t n, int64_t H, fe_pooling pooling, int64_t dim,
+                     bool normalize, float *out) {
+    if (dim <= 0 || dim > H) dim = H;
+    for (int64_t i = 0; i < dim; i++) {
+        double v = 0;
+        if (pooling == FE_POOLING_MEAN) {
+            for (int64_t r = 0; r < n; r++) v += h[r * H + i];
+            v /= (double)n;
+        } else {
+            v = h[(pooling == FE_POOLING_CLS ? 0 : n - 1) * H + i];
+        }
+        out[i] = (float)v;
+    }
+    if (!normalize) return;
+    double ss = 0;
+    for (int64_t i = 0; i < dim; i++) ss += (double)out[i] * out[i];
+    double scale = 1.0 / fmax(sqrt(ss), 1e-12); /* torch's F.normalize: x / max(|x|, eps) */
+    for (int64_t i = 0; i < dim; i++) out[i] = (float)(out[i] * scale);
+}

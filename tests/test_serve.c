@@ -1,0 +1,96 @@
+/* tests/test_serve.c: `ferrum serve` end to end, on SmolLM2 over a loopback port, driven by
+ * the real OpenAI Python client and curl (tests/serve/test_serve.py, one group of claims per
+ * test): every endpoint (api), the fault cases (faults), tokens equal to `ferrum generate`'s
+ * alone and beside other requests (equal), a client gone mid-stream (disconnect), both again
+ * with batched decode (batch).
+ *
+ * The client lives in a venv under the build folder ($FERRUM_BUILD/serve-venv), made on first
+ * use from tests/serve/requirements.txt (pip, PyPI) and made again when that file changes.
+ * A missing model or a venv that cannot be made skips, or fails under CI=true. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support/lm_fixtures.h"
+
+static char venv_python[600];
+
+static int sh(const char *cmd) {
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The venv's python, made when missing or when requirements.txt is not the one it was made
+ * from; NULL (after the reason) when it cannot be made. */
+static const char *venv(void) {
+    const char *build = getenv("FERRUM_BUILD");
+    char dir[512], cmd[8192];
+    snprintf(dir, sizeof dir, "%s/serve-venv", build && *build ? build : "build");
+    snprintf(venv_python, sizeof venv_python, "%s/bin/python3", dir);
+    snprintf(cmd, sizeof cmd, "cmp -s tests/serve/requirements.txt %s/requirements.txt && "
+             "%s -c 'import openai' 2>/dev/null", dir, venv_python);
+    if (sh(cmd) == 0) return venv_python;
+    snprintf(cmd, sizeof cmd, "rm -rf %s && python3 -m venv %s && %s/bin/pip install -q "
+             "--disable-pip-version-check -r tests/serve/requirements.txt >%s.log 2>&1 && "
+             "cp tests/serve/requirements.txt %s/requirements.txt", dir, dir, dir, dir, dir);
+    if (sh(cmd) == 0) return venv_python;
+    if (lmfix_in_ci()) fail_msg("could not make %s (see %s.log); test_serve needs the openai client", dir, dir);
+    print_message("SKIP: could not make %s (no PyPI? see %s.log)\n", dir, dir);
+    return NULL;
+}
+
+static void run_group(const char *group) {
+    const char *model = lmfix_need_smollm2();
+    if (!model) skip();
+    const char *py = venv();
+    if (!py) skip();
+    const char *bin = getenv("FERRUM_BIN");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s tests/serve/test_serve.py %s --ferrum %s --model %s", py, group,
+             bin && *bin ? bin : "build/ferrum", model);
+    int code = sh(cmd);
+    if (code != 0) fail_msg("test_serve.py %s exited %d", group, code);
+}
+
+static void serves_every_endpoint_through_the_openai_client(void **state) {
+    (void)state;
+    run_group("api");
+}
+
+static void refuses_every_fault_by_name_and_keeps_serving(void **state) {
+    (void)state;
+    run_group("faults");
+}
+
+static void tokens_equal_generate_alone_and_beside_others(void **state) {
+    (void)state;
+    run_group("equal");
+}
+
+static void a_client_gone_mid_stream_frees_its_slot(void **state) {
+    (void)state;
+    run_group("disconnect");
+}
+
+static void batched_decode_gives_the_same_tokens_and_frees_a_row_gone(void **state) {
+    (void)state;
+    run_group("batch");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(serves_every_endpoint_through_the_openai_client),
+        cmocka_unit_test(refuses_every_fault_by_name_and_keeps_serving),
+        cmocka_unit_test(tokens_equal_generate_alone_and_beside_others),
+        cmocka_unit_test(a_client_gone_mid_stream_frees_its_slot),
+        cmocka_unit_test(batched_decode_gives_the_same_tokens_and_frees_a_row_gone),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
