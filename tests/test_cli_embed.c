@@ -5,7 +5,7 @@
  * --prompt-name puts the model's prompt first (and its default prompt applies unasked);
  * --help names every option; bad input is refused with the rule and the fix (no texts, both
  * sources, a --dim past the model, a prompt the model lacks, text that is not UTF-8, a folder
- * that is not an encoder). */
+ * that is not an encoder; a causal command given the encoder says to use embed). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,6 +203,9 @@ static void bad_input_is_refused_with_the_fix(void **state) {
     assert_int_equal(res.code, 2);
     assert_non_null(strstr(res.err, "text 1"));
     assert_non_null(strstr(res.err, "UTF-8"));
+    RUN("info", m); /* the causal commands point to embed */
+    assert_int_equal(res.code, 1);
+    assert_non_null(strstr(res.err, "ferrum embed"));
     RUN("embed", m, "--file", "/nonexistent/texts");
     assert_int_equal(res.code, 2);
     assert_non_null(strstr(res.err, "cannot open"));

@@ -259,6 +259,10 @@ static fe_status j_arch(jctx *j, fe_lm_config *c) {
     if (a && strlen(a) >= sizeof c->architecture)
         return fe_error_set(j->err, FE_E_FORMAT, "%s: model_type is longer than %zu bytes",
                             j->what, sizeof c->architecture - 1);
+    if (a && (strcmp(a, "bert") == 0 || strcmp(a, "BertModel") == 0))
+        return fe_error_set(j->err, FE_E_UNSUPPORTED, "%s: model_type %s is a text encoder (BERT "
+                            "family), not a causal LM: embed with it (ferrum embed MODEL --text "
+                            "..., or fe_lm_encoder_open)", j->what, a);
     snprintf(c->architecture, sizeof c->architecture, "%s", a ? a : "");
     return FE_OK;
 }

@@ -9,7 +9,12 @@
  * Matryoshka truncation run on the host over the hidden states of each sentence's rows.
  *
  * Lifetimes: the weights are borrowed and must outlive the encoder; hidden states handed out
- * live until the next call. One call at a time. */
+ * live until the next call. One call at a time.
+ *
+ * Known limits: one sentence per slot, token type 0 (no sentence pairs); attention is one MHA
+ * step per slot and layer (an operator over all packed sentences at once would save the
+ * steps' barriers, which cost most on a loaded machine); at most 32 slots (the graph's 32
+ * per-call values). */
 #ifndef FE_LM_ENCODER_H
 #define FE_LM_ENCODER_H
 
