@@ -56,7 +56,8 @@ static void draw_ints(unsigned char *mem, fe_dtype dt, int64_t n, int64_t lo, in
 }
 
 fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_tensor *desc,
-                               double lo, double hi, uint64_t seed, fe_error *err) {
+                               const int64_t *ext, double lo, double hi, uint64_t seed,
+                               fe_error *err) {
     memset(b, 0, sizeof *b);
     b->n = op->n_operands;
     uint64_t s = seed;
@@ -83,7 +84,11 @@ fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_ten
         if (od->role != FE_IN) continue;
         bool ranged = od->draw_lo < od->draw_hi;
         if (!fe_dtype_info(dt)->is_float && ranged) {
-            draw_ints(b->mem[i], dt, n, (int64_t)od->draw_lo, (int64_t)od->draw_hi, &s);
+            int64_t top = (int64_t)od->draw_hi;
+            int e = od->draw_below ? fe_op_extent_index(op, od->draw_below) : -1;
+            if (e >= 0 && ext && ext[e] - 1 < top) top = ext[e] - 1;
+            if (top < (int64_t)od->draw_lo) top = (int64_t)od->draw_lo;
+            draw_ints(b->mem[i], dt, n, (int64_t)od->draw_lo, top, &s);
         } else if (fe_dtype_info(dt)->is_float || block > 1) {
             if (!draw_floats(b->mem[i], dt, n, ranged ? od->draw_lo : lo,
                              ranged ? od->draw_hi : hi, &s)) {
