@@ -36,18 +36,32 @@ bool fe_tune_gate(const fe_op *op, const fe_gate_output *outs, int n, char *why,
  * case's range or the operand's, block dtypes quantised from them, integers in the operand's
  * declared range, kept below the extent its draw_below names: ext may be NULL), outputs
  * zeroed. */
+enum { FE_TUNE_MAX_COPIES = 64 };
+
 typedef struct fe_tune_buffers {
     fe_tensor t[FE_MAX_OPERANDS];
     void *mem[FE_MAX_OPERANDS];
     size_t bytes[FE_MAX_OPERANDS];
     int n;
-    uint64_t input_hash; /* of every input's bytes */
+    uint64_t input_hash; /* of every input's bytes (and whether they are spread) */
+    /* fe_tune_buffers_spread: copies of the inputs (set 0 is t) that timed runs rotate
+     * through, the outputs shared */
+    fe_tensor sets[FE_TUNE_MAX_COPIES][FE_MAX_OPERANDS];
+    void *copy_mem[FE_TUNE_MAX_COPIES];
+    int n_sets, next_set;
 } fe_tune_buffers;
 
 fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_tensor *desc,
                                const int64_t *ext, double lo, double hi, uint64_t seed,
                                fe_error *err);
 void fe_tune_buffers_deinit(fe_tune_buffers *b);
+/* Copies of the inputs spanning at least `bytes` together (at most FE_TUNE_MAX_COPIES sets),
+ * so a run that takes the next set finds its inputs in memory, not in the cache, as a step
+ * of a model's call finds its weights. The input hash changes with it (a figure from memory
+ * is not one from the cache). FE_E_NOMEM when the copies cannot be made (b as it was). */
+fe_status fe_tune_buffers_spread(fe_tune_buffers *b, const fe_op *op, size_t bytes, fe_error *err);
+/* The next set of operands to run on (t itself when not spread). */
+const fe_tensor *fe_tune_buffers_next(fe_tune_buffers *b);
 /* Zeroes the outputs (every run the gate compares starts from the same bytes). */
 void fe_tune_buffers_clear_outputs(const fe_op *op, fe_tune_buffers *b);
 /* Copies of the outputs' bytes into `out` (fe_free each); FE_E_NOMEM. */

@@ -23,7 +23,7 @@ fe_tune_options fe_tune_options_default(void) {
 /* What one run of a kernel sees, for the probes. */
 typedef struct run_ctx {
     fe_kernel *k;
-    const fe_tensor *t;
+    fe_tune_buffers *b; /* each run takes its next set of inputs */
     int n_t;
     const int64_t *values;
     int n_values;
@@ -31,7 +31,7 @@ typedef struct run_ctx {
 
 static void run_kernel(void *ctx) {
     run_ctx *r = ctx;
-    fe_kernel_run(r->k, r->t, r->n_t, r->values, r->n_values);
+    fe_kernel_run(r->k, fe_tune_buffers_next(r->b), r->n_t, r->values, r->n_values);
 }
 
 static void empty_step(void *ctx, int ith, int nth) {
@@ -120,7 +120,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             if (o->progress)
                 fprintf(o->progress, "tune %s: measuring %s%s\n", op->name, row->setting,
                         steps > 1 ? " (ladder)" : "");
-            run_ctx rc = {.k = k, .t = b->t, .n_t = op->n_operands, .values = vals,
+            run_ctx rc = {.k = k, .b = b, .n_t = op->n_operands, .values = vals,
                           .n_values = op->n_values};
             char why[200];
             f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
@@ -326,6 +326,10 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     st = fe_tune_buffers_init(&b, s.op, s.desc, fe_kernel_extents(def_k), lo, hi,
                               o.seed, err);
     if (st == FE_OK) st = run_outputs(def_k, &s, &b, false, g.def, err);
+    /* timed runs read their inputs from memory, as a model's steps read their weights: the
+     * copies span twice the last-level cache (the gate runs on the first) */
+    size_t llc = fe_device_get_info(dev)->l3_bytes;
+    if (st == FE_OK) st = fe_tune_buffers_spread(&b, s.op, 2 * (llc ? llc : (size_t)32 << 20), err);
     if (st != FE_OK) goto done;
 
     fe_tune_row *row = &r->rows[r->n++];
