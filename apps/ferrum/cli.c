@@ -17,7 +17,7 @@ static const command commands[] = {
     {"info", "what a model is: format, dtypes, shapes, tokenizer, chat template", fe_cmd_info},
     {"tokenize", "text to token ids and pieces, or ids back to text (--detokenize)", fe_cmd_tokenize},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
-    {"tune", "measure an operator's settings on this machine (cost cache, candidate gate)", fe_cmd_tune},
+    {"tune", "measure an operator's settings, or tune a model's graph, on this machine", fe_cmd_tune},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };
 

@@ -205,9 +205,9 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     fe_tune_options mo = o;
     mo.warmup = 1;
     mo.min_samples = 3;
+    mo.attempts = 1; /* a whole call is long: one figure, said unreliable when it is */
     mo.budget_ms = a->budget;
     if (!a->skip_measure) {
-        fprintf(io->err, "ferrum tune: measuring the calls as they run...\n");
         if (fe_tune_measure_calls(dev, &req, &mo, table, measured, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;

@@ -345,6 +345,14 @@ fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req
         const fe_tune_call *call = &req->calls[c];
         fe_cost_figure sum = {.reliable = true};
         for (int p = 0; p < call->n_points; p++) {
+            if (o.progress) {
+                fprintf(o.progress, "tune: measuring the %s (point %d/%d:", call->name, p + 1,
+                        call->n_points);
+                for (int w = 0; w < call->n_words; w++)
+                    fprintf(o.progress, " %s=%lld", call->words[p * call->n_words + w].name,
+                            (long long)call->words[p * call->n_words + w].value);
+                fprintf(o.progress, ")\n");
+            }
             call_run run = {req->graph, call, p, FE_OK};
             char why[200];
             fe_cost_figure f = fe_tune_probe(run_call, &run, width, &o, why, sizeof why);
