@@ -42,21 +42,22 @@ static const char *const packagings[] = {"fused", "each_step", NULL};
 
 enum { LADDER = 4 };
 
-/* The model's name for its table: the preset, or the file or folder's base name. */
+/* The model's name for its table: the preset, or the file or folder's base name without a
+ * checkpoint's extension (.gguf, .safetensors, .json): "llama-3.2-1b" stays whole. */
 static void table_name(const char *model, char *buf, size_t n) {
-    const char *base = strrchr(model, '/');
-    while (base && base[1] == 0 && base > model) { /* "dir/" */
-        const char *p = base - 1;
-        while (p > model && *p != '/') p--;
-        base = *p == '/' ? p : NULL;
-        break;
-    }
-    snprintf(buf, n, "%s", base ? base + 1 : model);
-    char *slash = strchr(buf, '/');
-    if (slash) *slash = 0;
-    char *dot = strrchr(buf, '.');
-    if (dot && dot != buf) *dot = 0;
-    if (!*buf) snprintf(buf, n, "model");
+    char path[1024];
+    snprintf(path, sizeof path, "%s", model);
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') path[--len] = 0; /* "dir/" */
+    const char *base = strrchr(path, '/');
+    snprintf(buf, n, "%s", base ? base + 1 : path);
+    len = strlen(buf);
+    for (const char *ext = ".gguf\0.safetensors\0.json\0"; *ext; ext += strlen(ext) + 1)
+        if (len > strlen(ext) && strcmp(buf + len - strlen(ext), ext) == 0) {
+            buf[len - strlen(ext)] = 0;
+            break;
+        }
+    if (!*buf || !strcmp(buf, ".") || !strcmp(buf, "..")) snprintf(buf, n, "model");
 }
 
 typedef struct calls {
@@ -195,7 +196,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         }
         fprintf(f, "  %-14s decode %10.3f ms   prefill chunk %10.3f ms%s\n", abl[i].what,
                 fe_narrowing_predicted_ns(x, 0) / 1e6, fe_narrowing_predicted_ns(x, 1) / 1e6,
-                i == 3 ? "   (no folds in this table: the fold pass is not built)" : "");
+                i == 3 ? "   (the tuner does not price folds yet)" : "");
         fe_narrowing_destroy(x);
     }
     bool changed = false;
