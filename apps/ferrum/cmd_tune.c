@@ -190,7 +190,8 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
         return code;
     }
     if (r.n_positional < 1) {
-        fprintf(io->err, "ferrum tune: give an operator (`ferrum ops --names` lists them)\n");
+        fprintf(io->err, "ferrum tune: give an operator (`ferrum ops --names` lists them), or a "
+                "MODEL (a .gguf file, a checkpoint folder, or a preset with --random-weights)\n");
         return FE_EXIT_USAGE;
     }
     fe_setting settings[MAX_SETTINGS], vals[MAX_SETTINGS];
