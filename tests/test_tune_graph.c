@@ -166,7 +166,10 @@ static void the_choice_written_as_a_profile_reaches_the_kernel(void **s) {
     assert_int_equal(fe_tune_write_narrowing(n, path, &err), FE_OK);
     fe_profile *p = NULL;
     assert_int_equal(fe_profile_load(path, &p, &err), FE_OK);
-    assert_int_equal(fe_profile_count(p), 3); /* one entry per group, defaults included */
+    /* GEMV's choice and RMSNorm's default (kept against a reliable rival); none for MHA,
+     * whose only rival is unreliable */
+    assert_int_equal(fe_narrowing_decided(n), 2);
+    assert_int_equal(fe_profile_count(p), 2);
     int64_t ws[2] = {64, 64}, xs[2] = {1, 64};
     fe_tensor ops[6] = {fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, ws),
                         fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, xs)};
@@ -419,7 +422,11 @@ static void cli_tune_model_prints_modelled_beside_measured_and_writes_the_table(
     char ppath[128];
     snprintf(ppath, sizeof ppath, "%s/tiny-profile.json", cache_root);
     assert_int_equal(fe_profile_load(ppath, &p, &err), FE_OK);
-    assert_true(fe_profile_count(p) > 5); /* an entry per op and shape of both calls */
+    /* an entry per group decided on reliable figures (on a busy machine there may be none):
+     * as many as the command says it wrote */
+    const char *wrote = strstr(errs, "wrote ");
+    assert_non_null(wrote);
+    assert_int_equal(fe_profile_count(p), atoi(wrote + strlen("wrote ")));
     fe_profile_destroy(p);
 }
 

@@ -115,7 +115,9 @@ static int write_profile(fe_device *dev, const fe_narrowing *n, const char *path
         return fail(io, err.message);
     if (!path) path = def;
     if (fe_tune_write_narrowing(n, path, &err) != FE_OK) return fail(io, err.message);
-    fprintf(io->err, "ferrum tune: wrote %d entries to %s\n", fe_narrowing_groups(n), path);
+    fprintf(io->err, "ferrum tune: wrote %d entries to %s (%d of %d groups had no reliable "
+            "figure to decide on: none written)\n", fe_narrowing_decided(n), path,
+            fe_narrowing_groups(n) - fe_narrowing_decided(n), fe_narrowing_groups(n));
     return FE_EXIT_OK;
 }
 

@@ -253,9 +253,13 @@ FE_API double fe_narrowing_default_ns(const fe_narrowing *n, int call);
 /* Groups, and the chosen setting of group g ("default", "WIDTH=1", ...; borrowed). */
 FE_API int fe_narrowing_groups(const fe_narrowing *n);
 FE_API const char *fe_narrowing_choice(const fe_narrowing *n, int g);
-/* The chosen settings as one profile entry per group (keyed on the op and every extent,
- * param and operand dtype; the tunables that differ from the default, none where the
- * default stays), put into p. */
+/* Groups decided on reliable figures: another setting won, or the default's figures are
+ * reliable and some other setting could compete with it. */
+FE_API int fe_narrowing_decided(const fe_narrowing *n);
+/* The chosen settings as one profile entry per decided group (keyed on the op and every
+ * extent, param and operand dtype; the tunables that differ from the default, none where the
+ * default stays, which keeps a less specific entry from applying), put into p. A group with
+ * no reliable figure to compare gets no entry. */
 FE_API fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, fe_error *err);
 /* The choice as entries of the profile at path (its other entries kept; made with its
  * directory when missing), as fe_tune_write_profile writes one; a file there that is not a

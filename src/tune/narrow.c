@@ -19,6 +19,8 @@ typedef struct group {
     int design;           /* its first design (op and key) */
     int n_steps;
     int choice;           /* option index in the first design */
+    bool decided;         /* on reliable figures: another setting won, or the default's own
+                           * figures are reliable and some other setting could compete */
     double def_ns, chosen_ns; /* the group's part of every call's time */
 } group;
 
@@ -70,9 +72,11 @@ static double step_ns(const fe_cost_table *t, const fe_table_call *c, const fe_t
 
 /* The group's total at a setting over every call (all three fields); false when some design
  * of the group lacks it as a reliable candidate. */
-static bool group_total(const fe_narrowing *n, int g, const char *setting, double tot[3]) {
+static bool group_total(const fe_narrowing *n, int g, const char *setting, double tot[3],
+                        bool *reliable) {
     const fe_cost_table *t = n->t;
     tot[0] = tot[1] = tot[2] = 0;
+    *reliable = true;
     for (int c = 0; c < t->n_calls; c++)
         for (int s = 0; s < t->calls[c].n_steps; s++) {
             int d = t->calls[c].steps[s].design;
@@ -80,6 +84,7 @@ static bool group_total(const fe_narrowing *n, int g, const char *setting, doubl
             const fe_table_option *o = option_named(&t->designs[d], setting);
             if (!o || o->verdict != FE_TUNE_CANDIDATE) return false;
             if (!o->cost.reliable && strcmp(setting, "default") != 0) return false;
+            *reliable = *reliable && o->cost.reliable;
             for (int w = 0; w < 3; w++) tot[w] += step_ns(t, &t->calls[c], o, w);
         }
     return true;
@@ -88,14 +93,17 @@ static bool group_total(const fe_narrowing *n, int g, const char *setting, doubl
 static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
     const fe_table_design *first = &n->t->designs[n->groups[g].design];
     double def[3], best[3];
-    group_total(n, g, "default", def);
-    int pick = 0;
+    bool def_reliable, reliable;
+    group_total(n, g, "default", def, &def_reliable);
+    int pick = 0, rivals = 0;
     memcpy(best, def, sizeof best);
     for (int i = 1; i < first->n_options; i++) {
         double tot[3];
         if (!allowed(first->options[i].setting, k) ||
-            !group_total(n, g, first->options[i].setting, tot) || !(tot[0] < best[0]))
+            !group_total(n, g, first->options[i].setting, tot, &reliable))
             continue;
+        rivals++;
+        if (!(tot[0] < best[0])) continue;
         pick = i;
         memcpy(best, tot, sizeof best);
     }
@@ -105,6 +113,7 @@ static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
         memcpy(best, def, sizeof best);
     }
     n->groups[g].choice = pick;
+    n->groups[g].decided = pick != 0 || (def_reliable && rivals > 0);
     n->groups[g].def_ns = def[0];
     n->groups[g].chosen_ns = best[0];
 }
@@ -175,8 +184,15 @@ const char *fe_narrowing_choice(const fe_narrowing *n, int g) {
     return n->t->designs[n->groups[g].design].options[n->groups[g].choice].setting;
 }
 
+int fe_narrowing_decided(const fe_narrowing *n) {
+    int k = 0;
+    for (int g = 0; g < n->n_groups; g++) k += n->groups[g].decided;
+    return k;
+}
+
 fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, fe_error *err) {
     for (int g = 0; g < n->n_groups; g++) {
+        if (!n->groups[g].decided) continue; /* no reliable evidence either way: say nothing */
         const fe_table_design *d = &n->t->designs[n->groups[g].design];
         const fe_table_option *o = &d->options[n->groups[g].choice], *def = &d->options[0];
         fe_setting when[FE_TABLE_MAX_WHEN], tun[FE_MAX_TUNABLES];
@@ -214,8 +230,9 @@ void fe_narrowing_print(const fe_narrowing *n, FILE *f) {
                  ? (size_t)snprintf(key + k, sizeof key - k, " %s=%s", d->when[i].name, d->when[i].choice)
                  : (size_t)snprintf(key + k, sizeof key - k, " %s=%g", d->when[i].name, d->when[i].value);
         if (strlen(key) > 60) memcpy(key + 57, "...", 4);
-        fprintf(f, "  %-60s %5d %12.1f %12.1f  %s\n", key, n->groups[g].n_steps,
+        fprintf(f, "  %-60s %5d %12.1f %12.1f  %s%s\n", key, n->groups[g].n_steps,
                 n->groups[g].def_ns / 1e3, n->groups[g].chosen_ns / 1e3,
-                d->options[n->groups[g].choice].setting);
+                d->options[n->groups[g].choice].setting,
+                n->groups[g].decided ? "" : " (undecided: no reliable figure to compare)");
     }
 }
