@@ -17,7 +17,8 @@
  *      stored), one line each, so the designs are compared in the same run.
  *   3. the CPU share other processes took during the run.
  * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
- * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add).
+ * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
+ * its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak.
  * Usage: bench_gemm [--cpu-time] [TEXT] runs only the cases whose name contains TEXT;
  * --cpu-time times by the process's CPU time (peaks too) and skips OpenBLAS: on a shared host,
  * with FERRUM_WORKERS=1 (the process clock sums other threads' time only at scheduler events,
@@ -221,7 +222,8 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
             printf("  %-21s %4lld x %5lld x %5lld  %7.1f (%6.1f..%6.1f)  %5.1f%% %-5s  %7.1f "
                    "(%6.1f..%6.1f)  %5.2f %-5s  MC=%lld NC=%lld KC=%lld%s\n",
                    c->name, (long long)M, (long long)N, (long long)K, gm, min_of(g, runs),
-                   max_of(g, runs), 100 * pct, pk ? "PASS" : "BELOW", pm, min_of(p, runs),
+                   max_of(g, runs), 100 * (dot ? dpct : i8 ? ipct : pct), pk ? "PASS" : "BELOW",
+                   pm, min_of(p, runs),
                    max_of(p, runs), rm, cpu_time ? "(off)" : pr ? "PASS" : "BELOW",
                    (long long)fe_kernel_tunable(k, "MC"), (long long)fe_kernel_tunable(k, "NC"),
                    (long long)fe_kernel_tunable(k, "KC"), dot_note);
@@ -347,8 +349,8 @@ int main(int argc, char **argv) {
         printf("\n--cpu-time: every figure from this process's CPU time (workers' rates while "
                "they ran, times the workers); OpenBLAS not run\n");
     printf("\nGEMM C = A.B^T at %d workers, %s kernels; GFLOP/s = 2MNK / time, median "
-           "(slowest..fastest);\n  %%peak = median / best FMA peak (PASS >= %.0f%%, of the "
-           "bf16 dot peak for a bf16_dot kernel); vs OpenBLAS = median of ferrum/OpenBLAS over "
+           "(slowest..fastest);\n  %%peak = median / best FMA peak (PASS >= %.0f%%; of the "
+           "bf16 dot peak for a bf16_dot kernel, of the int8 peak for act_int8); vs OpenBLAS = median of ferrum/OpenBLAS over "
            "adjacent pairs (PASS >= %.2f)\n",
            info->n_workers, fe_isa_name(info->isa), PEAK_TARGET * 100, PEER_TARGET);
     printf("  %-21s %-22s  %-24s  %-12s %-24s  %s\n", "case (B dtype)", "M x N x K",

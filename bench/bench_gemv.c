@@ -15,7 +15,9 @@
  * Then %now for every rows_per_step and every prefetch distance the declaration allows, the
  * other tunables resolved: what each buys. Every figure is a median with its spread; this VM
  * is shared and noisy (bench/README.md), and a worker that loses its core to another process
- * stretches a whole run: read the load average printed first. */
+ * stretches a whole run: read the load average printed first.
+ *
+ * FERRUM_BENCH_ONLY=TEXT runs only the cases whose name holds TEXT ("q4_k/", "2048x8192"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,7 @@ int main(void) {
     fe_device *dev = bench_device_open("bench_gemv");
     if (!dev) return 1;
     int workers = fe_device_get_info(dev)->n_workers;
+    const char *only = getenv("FERRUM_BENCH_ONLY");
 
     fe_membw_report r;
     fe_membw_options mo = {.repeats = 10};
@@ -192,7 +195,7 @@ int main(void) {
         }
         for (int ci = 0; ci < op->n_cases; ci++) {
             const fe_case *c = &op->cases[ci];
-            if (!c->bench) continue;
+            if (!c->bench || (only && *only && !strstr(c->name, only))) continue;
             fe_tensor ops[FE_MAX_OPERANDS] = {0};
             double params[FE_MAX_PARAMS] = {0};
             op->operands_for(c, params, ops);

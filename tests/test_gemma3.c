@@ -133,6 +133,17 @@ static void small_gemma3_graph_matches_its_oracle_past_the_window(void **state) 
     }
     expect_close("decode steps", ref + 3 * V, got, N - 3, V, 1e-9);
     fe_causal_destroy(m);
+    /* random weights in a Gemma 3 config's shapes (the norms included) run the same way */
+    fe_llama_weights rw;
+    assert_int_equal(fe_llama_weights_random(&t.w.cfg, FE_DTYPE_F32, 7, &rw, &err), FE_OK);
+    assert_int_equal(rw.layers[2].post_ffn_norm.shape[0], t.w.cfg.hidden);
+    assert_int_equal(rw.layers[0].q_norm.shape[0], t.w.cfg.head_dim);
+    assert_int_equal(fe_oracle_logits(&rw, toks, N, ref, &err), FE_OK);
+    assert_int_equal(fe_causal_create(test_dev, &rw, &o, &m, &err), FE_OK);
+    assert_int_equal(fe_causal_prompt(m, toks, N, &lg, &next), FE_OK);
+    expect_close("random weights, prompt's last row", ref + (N - 1) * V, lg, 1, V, 1e-9);
+    fe_causal_destroy(m);
+    fe_llama_weights_free(&rw);
     /* the window matters: without it the oracle's late rows are far from the model's */
     t.w.cfg.sliding_window = 0;
     assert_int_equal(fe_oracle_logits(&t.w, toks, N, got, &err), FE_OK);

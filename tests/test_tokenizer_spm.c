@@ -46,7 +46,7 @@ static void expect_ids(fe_tokenizer *t, const char *text, bool special, const ch
 
 static void pieces_merge_by_score_highest_first(void **s) {
     (void)s;
-    fe_tokenizer *t = spm_vocab_make(false);
+    fe_tokenizer *t = spm_vocab_make(false, false);
     assert_non_null(t);
     IDS(t, "abc", false, "abc");               /* ab (-3) first, then ab+c = abc */
     IDS(t, "bcc", false, "bc", "c");           /* bc (-4) and cc (-4) tie: the leftmost */
@@ -58,12 +58,12 @@ static void pieces_merge_by_score_highest_first(void **s) {
 
 static void spaces_become_the_space_piece(void **s) {
     (void)s;
-    fe_tokenizer *t = spm_vocab_make(false);
+    fe_tokenizer *t = spm_vocab_make(false, false);
     IDS(t, "a hi", false, "a", SP "hi");
     IDS(t, " ab", false, SP "ab");
     IDS(t, "c c", false, "c", SP, "c");       /* "▁c" is not a piece */
     fe_tokenizer_destroy(t);
-    t = spm_vocab_make(true);                  /* a space first, and after added tokens */
+    t = spm_vocab_make(true, false);                  /* a space first, and after added tokens */
     IDS(t, "hi", false, SP "hi");
     IDS(t, "hi<turn>hi", true, SP "hi", "<turn>", SP "hi");
     fe_tokenizer_destroy(t);
@@ -71,7 +71,7 @@ static void spaces_become_the_space_piece(void **s) {
 
 static void unknown_characters_fall_back_to_bytes(void **s) {
     (void)s;
-    fe_tokenizer *t = spm_vocab_make(false);
+    fe_tokenizer *t = spm_vocab_make(false, false);
     IDS(t, "a\xc3\xa9", false, "a", "\xc3\xa9");                    /* é is a piece */
     IDS(t, "\xe2\x98\x83", false, "<0xE2>", "<0x98>", "<0x83>");    /* ☃ is not */
     /* an invalid lead byte claims the bytes after it as one character (llama.cpp's split):
@@ -83,7 +83,7 @@ static void unknown_characters_fall_back_to_bytes(void **s) {
 
 static void added_pieces_match_before_merging(void **s) {
     (void)s;
-    fe_tokenizer *t = spm_vocab_make(false);
+    fe_tokenizer *t = spm_vocab_make(false, false);
     IDS(t, "a\nb", false, "a", "\n", "b");        /* USER_DEFINED: always */
     IDS(t, "a   b", false, "a", "  ", SP, "b");  /* a run of two, then the last space */
     IDS(t, "a<turn>", true, "a", "<turn>");       /* CONTROL: when specials are allowed */
@@ -98,7 +98,7 @@ static void added_pieces_match_before_merging(void **s) {
 
 static void decoding_gives_the_text_back(void **s) {
     (void)s;
-    fe_tokenizer *t = spm_vocab_make(false);
+    fe_tokenizer *t = spm_vocab_make(false, false);
     /* (an invalid byte inside the text is not given back: as in llama.cpp, its lead byte
      * claims the bytes after it as one character, a space's "▁" included) */
     const char *texts[] = {"a hi abc", " leading", "x\n\n  y \xe2\x98\x83 end \xff\xfe", ""};

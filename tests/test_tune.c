@@ -437,7 +437,7 @@ static void cli_tune_errors_name_the_rule_and_the_fix(void **s) {
         {{"tune", "GEMV", "epilogue=fancy"}, "no choice \"fancy\""},
         {{"tune", "GEMV", "case=nope"}, "GEMV has no case \"nope\"; give one of: bf16/small"},
         /* the op's own refusal, passed on */
-        {{"tune", "GEMV", "K=100", "dtype=q8_0"}, "block dtypes need K a multiple of 32"},
+        {{"tune", "GEMV", "K=100", "dtype=q8_0"}, "q8_0 needs K a multiple of its block of 32"},
         {{"tune", "GEMV", "--value", "rowz=3"}, "--value rowz=3"},
         {{"tune", "GEMV", "rows_per_step=3"}, "outside its domain"},
         {{"tune", "GEMV", "--profile", "/nonexistent/profile.json"}, "/nonexistent/profile.json"},

@@ -19,7 +19,7 @@ static const command commands[] = {
     {"tokenize", "text to token ids and pieces, or ids back to text (--detokenize)", fe_cmd_tokenize},
     {"embed", "embedding vectors of texts from a BERT-family encoder (all-MiniLM-L6-v2)", fe_cmd_embed},
     {"ops", "list the operator registry: params, tunables and their domains", fe_cmd_ops},
-    {"tune", "measure an operator's settings on this machine (cost cache, candidate gate)", fe_cmd_tune},
+    {"tune", "measure an operator's settings, or tune a model's graph, on this machine", fe_cmd_tune},
     {"study", "the transformer-layer study: offload, runlist and hybrid layers, seven studies", fe_cmd_study},
     {"draw", "write example graphs as Graphviz DOT (and SVG)", fe_cmd_draw},
 };

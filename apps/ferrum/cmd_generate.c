@@ -64,13 +64,13 @@ static int generate_options(gen_parse *p, arg_opt *t) {
         FLAG("verbose", &a->verbose, "print the graph's packaging and per-call values"),
         {"prefill-dot", 0, ARG_CHOICE, NULL,
          "prefill dot products: bf16 (over bf16 matrices) rounds the activations to bf16 (~1.7x "
-         "faster where the CPU has AVX512_BF16, as llama.cpp does), int8 (over q8_0/q4_0/q4_1 "
-         "matrices) quantises them per 32-block and sums exact integer products (as llama.cpp's "
+         "faster where the CPU has AVX512_BF16, as llama.cpp does), int8 (over block "
+         "matrices; by default only q8_0/q4_0/q4_1) quantises them per block and sums exact integer products (as llama.cpp's "
          "Q8 activations), f32 is exact", "bf16 or int8 by the matrices",
          .choices = prefill_dots, .i = &p->prefill_dot},
         {"decode-dot", 0, ARG_CHOICE, NULL,
-         "GEMV dot products over q8_0/q4_0/q4_1 matrices: int8 quantises the activations per "
-         "32-block with exact integer sums (as llama.cpp does), f32 is exact", "int8",
+         "GEMV dot products over block matrices (q8_0 .. q6_k): int8 quantises the activations "
+         "per block (q8_K's 256 for q4_k/q6_k) with exact integer sums (as llama.cpp does), f32 is exact", "int8",
          .choices = decode_dots, .i = &p->decode_dot},
         FLAG("profile", &a->profile, "time every step; print where a prefill chunk and a "
              "decode step spend their time, by operator and weight"),

@@ -111,6 +111,11 @@ static int check(serve_args *a, FILE *err) {
         return cli_refuse(err, "serve", "--groups %lld is more than --parallel %lld: a group "
                           "would have no slot; give at most %lld groups", (long long)a->groups,
                           (long long)a->parallel, (long long)a->parallel);
+    if (a->batch && (a->parallel + a->groups - 1) / a->groups > FE_LM_BATCH_MAX_SLOTS)
+        return cli_refuse(err, "serve", "--batch --parallel %lld in %lld group%s puts more than %d "
+                          "slots in one batch; give at most %lld slots, or more --groups",
+                          (long long)a->parallel, (long long)a->groups, a->groups == 1 ? "" : "s",
+                          FE_LM_BATCH_MAX_SLOTS, (long long)a->groups * FE_LM_BATCH_MAX_SLOTS);
     int workers = a->model.threads ? (int)a->model.threads : fe_device_cpus_allowed();
     if (a->groups > workers)
         return cli_refuse(err, "serve", "--groups %lld splits %d workers into groups of none; "

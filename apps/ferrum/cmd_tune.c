@@ -6,15 +6,18 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
+#include "cmd_tune_model.h"
 #include "ferrum/tune.h"
 
 enum { MAX_SETTINGS = 16 };
 
 static const char tune_synopsis[] =
-    "usage: ferrum tune [options] OP [NAME=VALUE...]\n\n"
+    "usage: ferrum tune [options] OP [NAME=VALUE...]\n"
+    "       ferrum tune [options] MODEL   (a model's graph; `ferrum tune MODEL --help`)\n\n"
     "Measures every setting of operator OP at one shape on this machine: the default and,\n"
     "one tunable at a time, each other value of its search domain. A setting is a\n"
     "candidate when its output is bit-identical to the default's on seeded random inputs\n"
@@ -134,7 +137,25 @@ static int write_entry(fe_device *dev, const fe_tune_result *res, const char *pa
     return FE_EXIT_OK;
 }
 
+/* Whether the command line names a model (else an operator): --random-weights or -m/--model,
+ * or a word that is no option, no NAME=VALUE and no operator's name but a file or folder
+ * that exists (a .gguf, a checkpoint), or ends as one would. */
+static bool names_model(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "--random-weights", 16) || !strcmp(a, "-m") || !strncmp(a, "--model", 7))
+            return true;
+        if (a[0] == '-' || strchr(a, '=') || fe_op_find(a)) continue;
+        size_t n = strlen(a);
+        if (access(a, F_OK) == 0 || (n > 5 && !strcmp(a + n - 5, ".gguf")) ||
+            (n > 12 && !strcmp(a + n - 12, ".safetensors")))
+            return true;
+    }
+    return false;
+}
+
 int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
+    if (names_model(argc, argv)) return fe_cmd_tune_model(argc, argv, io);
     bool remeasure = false, json = false, write_profile = false;
     const char *profile_out = NULL;
     double budget = 300;
@@ -169,7 +190,8 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
         return code;
     }
     if (r.n_positional < 1) {
-        fprintf(io->err, "ferrum tune: give an operator (`ferrum ops --names` lists them)\n");
+        fprintf(io->err, "ferrum tune: give an operator (`ferrum ops --names` lists them), or a "
+                "MODEL (a .gguf file, a checkpoint folder, or a preset with --random-weights)\n");
         return FE_EXIT_USAGE;
     }
     fe_setting settings[MAX_SETTINGS], vals[MAX_SETTINGS];
@@ -209,7 +231,9 @@ int fe_cmd_tune(int argc, char **argv, const fe_cli_io *io) {
     fe_tune_result *res = NULL;
     fe_status st = fe_tune_op(dev, &req, &o, &res, &err);
     if (st != FE_OK) {
-        fprintf(io->err, "ferrum tune: %s\n", err.message);
+        fprintf(io->err, "ferrum tune: %s%s\n", err.message, st == FE_E_NOTFOUND
+                ? "; to tune a model, give its file or folder, or a preset with --random-weights"
+                : "");
         fe_device_destroy(dev);
         fe_profile_destroy(profile);
         return st == FE_E_INVALID || st == FE_E_NOTFOUND || st == FE_E_SHAPE || st == FE_E_DTYPE

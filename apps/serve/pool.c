@@ -327,22 +327,26 @@ static bool choice_end(serve_job *j, int c, const char *failed, const fe_lm_gene
     return go_on;
 }
 
-/* The job's end: its last event, its waiters woken, the metrics. */
+/* The job's end: the metrics, then its last event and its waiters woken (so a client that
+ * has its answer finds it counted). */
 static void job_done(slot *s, serve_job *j) {
     remember_cache(s, j);
+    pthread_mutex_lock(&j->mu);
+    job_end end = j->end == JOB_RUNNING ? JOB_FINISHED : j->end;
+    reply_usage usage = j->usage;
+    pthread_mutex_unlock(&j->mu);
+    serve_metrics *m = s->pool->metrics;
+    metrics_generation(m, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+                       j->ttft_s, j->decode_s);
+    if (end == JOB_CANCELLED) metrics_count_cancelled(m);
+    if (end == JOB_TIMED_OUT) metrics_count_timed_out(m);
     pthread_mutex_lock(&j->mu);
     if (j->end == JOB_RUNNING) {
         j->end = JOB_FINISHED;
         if (j->req.stream && j->req.include_usage) event_locked(j, reply_usage_chunk(&j->head, &j->usage));
     }
-    job_end end = j->end;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    serve_metrics *m = s->pool->metrics;
-    metrics_generation(m, j->usage.prompt_tokens, j->usage.cached_tokens, j->usage.completion_tokens,
-                       j->ttft_s, j->decode_s);
-    if (end == JOB_CANCELLED) metrics_count_cancelled(m);
-    if (end == JOB_TIMED_OUT) metrics_count_timed_out(m);
 }
 
 /* Whether a job just given to a slot is already over (client gone, time up): then it ends

@@ -155,14 +155,23 @@ static void validate(study_job_ctx *c, const layer_case *lc, char *out, size_t n
     free(ref);
 }
 
-/* runs the executor reps times after one warm-up call; t[] in ns */
-static bool time_runs(study_job_ctx *c, study_exec *e, layer_case *lc, double *t, int reps) {
-    for (int r = 0; r < reps; r++) {
+/* Timed calls stop at reps, or once they have taken STUDY_TIME_BOX_S with at least
+ * STUDY_MIN_SAMPLES (a 16384-token layer takes tens of seconds a call: the full matrix would
+ * otherwise take days). The samples column says how many were taken. */
+#define STUDY_TIME_BOX_S 30.0
+enum { STUDY_MIN_SAMPLES = 3 };
+
+/* runs the executor (after the caller's warm-up call) until the box is full; t[] in ns;
+ * returns the calls timed, 0 on error */
+static int time_runs(study_job_ctx *c, study_exec *e, layer_case *lc, double *t, int reps) {
+    const double start = now_ns();
+    int r = 0;
+    while (r < reps && (r < STUDY_MIN_SAMPLES || (now_ns() - start) * 1e-9 < STUDY_TIME_BOX_S)) {
         const double t0 = now_ns();
-        if (!study_exec_run(e, lc->x, lc->y, c->msg, sizeof c->msg)) return false;
-        t[r] = now_ns() - t0;
+        if (!study_exec_run(e, lc->x, lc->y, c->msg, sizeof c->msg)) return 0;
+        t[r++] = now_ns() - t0;
     }
-    return true;
+    return r;
 }
 
 study_job_status study_job_e2e(study_job_ctx *c) {
@@ -180,14 +189,16 @@ study_job_status study_job_e2e(study_job_ctx *c) {
     if (!(t = malloc((size_t)reps * sizeof *t))) goto done;
     study_power pw;
     study_power_begin(&pw);
-    if (!time_runs(c, e, &lc, t, reps)) goto done;
-    study_timing tm = study_timing_of(t, reps);
-    r.samples = reps;
+    const int timed = time_runs(c, e, &lc, t, reps);
+    if (!timed) goto done;
+    study_timing tm = study_timing_of(t, timed);
+    r.samples = timed;
     study_power_end(&pw, &r);
     const double flops = study_layer_flops(&lc.shape), seq = (double)lc.shape.seq;
     r.flops = flops;
     r.dispatches = study_exec_get_stats(e).dispatches;
-    snprintf(r.note, sizeof r.note, "%d timed calls after one warm-up; seconds per layer call", reps);
+    snprintf(r.note, sizeof r.note, "%d timed calls after one warm-up (at most %d, or %.0f s)",
+             timed, reps, STUDY_TIME_BOX_S);
     study_row lat = r, tok = r, gf = r;
     snprintf(lat.metric, sizeof lat.metric, "latency"), snprintf(lat.unit, sizeof lat.unit, "ms");
     lat.lower_is_better = true;
@@ -235,10 +246,13 @@ study_job_status study_job_resource(study_job_ctx *c) {
     if (!case_open(c, &lc)) goto done;
     e = study_exec_create(c->dev, &lc.w, c->job->mode, c->msg, sizeof c->msg);
     if (!e) goto done;
-    const int reps = c->cfg->reps;
+    const int max_reps = c->cfg->reps;
     const double c0 = cpu_s(), w0 = now_ns();
-    for (int r = 0; r < reps; r++)
+    int reps = 0;
+    while (reps < max_reps && (reps < STUDY_MIN_SAMPLES || (now_ns() - w0) * 1e-9 < STUDY_TIME_BOX_S)) {
         if (!study_exec_run(e, lc.x, lc.y, c->msg, sizeof c->msg)) goto done;
+        reps++;
+    }
     const double cpu = (cpu_s() - c0) / reps, wall = (now_ns() - w0) * 1e-9 / reps;
     study_exec_stats s = study_exec_get_stats(e);
     char path[4096];

@@ -107,9 +107,11 @@ static void seq_plot(plotter *p, study_table *const *tabs, int n_tabs, const cha
             }
         if (!pts) continue;
         fprintf(f, "\n\n");
+        /* each mode a little to the side (x by 2^(0.05 k)), so equal lengths do not overlap */
         len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s'%s/plots/%s.dat' index %d using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 title '%s'",
-                        series ? ", \\\n     " : "", p->c->run_dir, name, series, modes[m]);
+                        "%s'%s/plots/%s.dat' index %d using ($1*%.4f):2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 title '%s'",
+                        series ? ", \\\n     " : "", p->c->run_dir, name, series,
+                        pow(2.0, 0.05 * ((double)m - 2.0)), modes[m]);
         series++;
     }
     fclose(f);

@@ -135,8 +135,21 @@ FE_API fe_status fe_trace_status(const fe_trace *t);
 
 typedef enum { FE_PACK_AUTO = 0, FE_PACK_FUSED, FE_PACK_EACH_STEP } fe_packaging;
 
+/* The fold pass: none (the steps as traced), all (every admissible fold), priced (each fold
+ * the pass finds is kept only when fold_price says so: the tuner's modelled time drops). */
+typedef enum { FE_FOLD_NONE = 0, FE_FOLD_ALL, FE_FOLD_PRICED } fe_fold_mode;
+/* The three folds: a step into its producer's epilogue (SiLU, a residual ElementwiseAdd into
+ * a GEMM or GEMV; chains fold in turn), an RMSNorm into the prologue of the GEMVs that read
+ * it, a Copy into a state into its producer's drain. */
+typedef enum { FE_FOLD_EPILOGUE = 0, FE_FOLD_PROLOGUE, FE_FOLD_DRAIN, FE_FOLD_KINDS } fe_fold_kind;
+/* Whether to keep a fold of `kind` of the step labelled `step` (the folded one). */
+typedef bool (*fe_fold_price_fn)(void *user, fe_fold_kind kind, const char *step);
+
 typedef struct fe_compile_options {
     fe_packaging packaging; /* AUTO: fused unless a dispatch-time value forces each_step */
+    fe_fold_mode fold;      /* default none */
+    fe_fold_price_fn fold_price; /* fold = priced: asked per fold found */
+    void *fold_user;
     bool verbose;           /* print the packaging and how each per-call value lowers */
     FILE *log;              /* where verbose goes (NULL: stderr) */
     const fe_profile *profile; /* borrowed for the compile */
@@ -191,6 +204,7 @@ typedef struct fe_graph_stats {
     uint64_t last_dispatches; /* dispatches the last call made */
     int last_steps;           /* steps in the last called version */
     size_t arena_bytes;       /* states + scratch (op workspaces included) */
+    int folds[FE_FOLD_KINDS]; /* folds the last compiled version took, by kind */
 } fe_graph_stats;
 FE_API fe_graph_stats fe_graph_get_stats(const fe_graph *g);
 

@@ -12,8 +12,13 @@
  * A result's best is written as a profile entry (fe_tune_write_profile), the profile that
  * `ferrum generate` loads for this device.
  *
- * Not yet (later parts of the tuner): the cost table of a graph, folds, joint narrowing
- * (settings here are searched one tunable at a time around the default), tuning a model. The cost cache API below is what they build on. */
+ * fe_tune_graph does the same for every distinct design of a compiled graph (a model's
+ * decode step and prefill chunk), priced at the graph's call points, into a cost table (one
+ * graph's working set, JSON, per device and packaging); fe_narrow then chooses the settings
+ * that minimise the modelled time of a whole call (dispatch, step costs, barriers), and the
+ * choice is written as profile entries. Not yet: folds (the table records none, so the
+ * folds ablation changes nothing), and a joint search over several tunables of one design
+ * (each design's settings are searched one tunable at a time around its default). */
 #ifndef FERRUM_TUNE_H
 #define FERRUM_TUNE_H
 
@@ -21,6 +26,7 @@
 
 #include "ferrum/core.h"
 #include "ferrum/device.h"
+#include "ferrum/graph.h"
 #include "ferrum/ops.h"
 
 #ifdef __cplusplus
@@ -82,6 +88,8 @@ typedef struct fe_tune_options {
     int attempts;           /* figures measured before one is reported unreliable */
     uint64_t seed;          /* the inputs' random draw */
     FILE *progress;         /* a line per setting while measuring; NULL: quiet */
+    int warmup;             /* runs before a figure's samples */
+    int min_samples;        /* a figure stops at the budget once it has this many */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);
@@ -156,6 +164,110 @@ FE_API fe_status fe_tune_profile_path(const fe_device *dev, const char *root, ch
 FE_API fe_status fe_tune_write_profile(const fe_tune_result *r, const char *path, fe_error *err);
 /* Messages about the cache (a malformed file refused and replaced), one a line; "" if none. */
 FE_API const char *fe_tune_result_notes(const fe_tune_result *r);
+
+/* ---- tuning a graph: the cost table ---- */
+
+typedef struct fe_cost_table fe_cost_table;
+
+enum { FE_TUNE_MAX_CALL_POINTS = 8, FE_TUNE_MAX_CALL_WORDS = 4 };
+
+/* One version of a graph, as the tuner prices and measures it: the version's inputs (with
+ * data: the measured calls read them) and the call points, each a set of words (position=P,
+ * n=C); every point weighs the same, so a ladder of positions prices work that follows the
+ * context at its mean. Borrowed for the call. */
+typedef struct fe_tune_call {
+    const char *name; /* "decode step", "prefill chunk" */
+    const fe_named_tensor *inputs;
+    int n_inputs;
+    const fe_word *words; /* n_points * n_words, point after point */
+    int n_words, n_points;
+} fe_tune_call;
+
+typedef struct fe_tune_graph_request {
+    fe_graph *graph;  /* borrowed; its states are overwritten by the measured calls */
+    const char *name; /* the table's name (the model), at most 95 characters */
+    const fe_tune_call *calls;
+    int n_calls;
+} fe_tune_graph_request;
+
+/* Walks each call's version of the graph (compiling it if needed): every step, at every call
+ * point, made into a shape (operands, params, held tunables, values); each distinct design at
+ * its points is searched once as fe_tune_op searches one (costs through the cost cache),
+ * then the dispatch and barrier probes. A design of `previous` (may be NULL; a table of an
+ * earlier run) with the same key and only reliable candidates is reused as it is (no gate
+ * runs again; --remeasure ignores it). Progress on opts->progress (a bar on a terminal).
+ * Caller fe_cost_table_destroy()s. */
+FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
+                               const fe_tune_options *opts, const fe_cost_table *previous,
+                               fe_cost_table **out, fe_error *err);
+/* Measures each call of the request as the graph now runs (fe_graph_call at every point,
+ * the mean of their medians) into measured[0..n_calls) and records it in t (may be NULL) as
+ * the call's measured time. */
+FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
+                                       const fe_tune_options *opts, fe_cost_table *t,
+                                       fe_cost_figure *measured, fe_error *err);
+
+/* The table as JSON (its fields: src/tune/cost_table.c), written whole to a temporary and
+ * renamed. FE_E_IO names the path. */
+FE_API fe_status fe_cost_table_save(const fe_cost_table *t, const char *path, fe_error *err);
+/* Parses a table; anything malformed is FE_E_FORMAT naming the field, the rule and the fix.
+ * `what` names the source in messages. */
+FE_API fe_status fe_cost_table_parse(const char *text, size_t len, const char *what,
+                                     fe_cost_table **out, fe_error *err);
+FE_API fe_status fe_cost_table_load(const char *path, fe_cost_table **out, fe_error *err);
+FE_API void fe_cost_table_destroy(fe_cost_table *t);
+/* root (NULL: $FERRUM_CACHE_HOME, else ~/.cache/ferrum) + "/tables/<device id>/NAME.PACKAGING.json". */
+FE_API fe_status fe_cost_table_path(const fe_device *dev, const char *root, const char *name,
+                                    const char *packaging, char *buf, size_t n, fe_error *err);
+/* Counts: the distinct designs, and the calls (versions) of the table. */
+FE_API int fe_cost_table_designs(const fe_cost_table *t);
+FE_API int fe_cost_table_calls(const fe_cost_table *t);
+/* Designs taken from `previous` or the cache without measuring, of those in the table. */
+FE_API int fe_cost_table_reused(const fe_cost_table *t);
+
+/* ---- joint narrowing ---- */
+
+/* Which decisions narrowing may take; an ablation turns one off (held at the default). */
+typedef struct fe_narrow_kinds {
+    bool widths;  /* WIDTH */
+    bool designs; /* every other design tunable */
+    bool folds;   /* folds (the table records none yet) */
+} fe_narrow_kinds;
+
+FE_API fe_narrow_kinds fe_narrow_kinds_all(void);
+
+typedef struct fe_narrowing fe_narrowing;
+
+/* Chooses one setting per group (the designs a profile entry would cover: same op and shape
+ * key), minimising the modelled time of every call together: fused, dispatch + sum over the
+ * steps of (cost - dispatch) + (steps - 1) * barrier; each_step, the sum of the step costs
+ * (each a dispatch of its own). A group keeps its default unless another eligible setting
+ * (a reliable candidate of every design in the group, allowed by kinds) beats it by more
+ * than half of both totals' p10..p90 ranges. Caller fe_narrowing_destroy()s. */
+FE_API fe_status fe_narrow(const fe_cost_table *t, fe_narrow_kinds kinds, fe_narrowing **out,
+                           fe_error *err);
+FE_API void fe_narrowing_destroy(fe_narrowing *n);
+/* The modelled time of call i with the chosen settings, and with every default, in ns. */
+FE_API double fe_narrowing_predicted_ns(const fe_narrowing *n, int call);
+FE_API double fe_narrowing_default_ns(const fe_narrowing *n, int call);
+/* Groups, and the chosen setting of group g ("default", "WIDTH=1", ...; borrowed). */
+FE_API int fe_narrowing_groups(const fe_narrowing *n);
+FE_API const char *fe_narrowing_choice(const fe_narrowing *n, int g);
+/* Groups decided on reliable figures: another setting won, or the default's figures are
+ * reliable and some other setting could compete with it. */
+FE_API int fe_narrowing_decided(const fe_narrowing *n);
+/* The chosen settings as one profile entry per decided group (keyed on the op and every
+ * extent, param and operand dtype; the tunables that differ from the default, none where the
+ * default stays, which keeps a less specific entry from applying), put into p. A group with
+ * no reliable figure to compare gets no entry. */
+FE_API fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, fe_error *err);
+/* The choice as entries of the profile at path (its other entries kept; made with its
+ * directory when missing), as fe_tune_write_profile writes one; a file there that is not a
+ * profile is refused and left as it was. */
+FE_API fe_status fe_tune_write_narrowing(const fe_narrowing *n, const char *path, fe_error *err);
+/* The groups with their choices and totals, and per call the modelled default and chosen
+ * times, as text. */
+FE_API void fe_narrowing_print(const fe_narrowing *n, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* graph/compile.c: compiling a graph's version for one input signature, once: trace the
- * body -> verify and resolve each step into a kernel (fe_kernel_create: infer, precedence,
- * ISA, design key) -> plan the scratch arena from value lifetimes, largest first -> lower
- * into a runlist of preallocated steps -> decide the packaging. A graph keeps every version
+ * body -> fold (fold.c, as the options say) -> verify and resolve each step into a kernel
+ * (fe_kernel_create: infer, precedence, ISA, design key) -> plan the scratch arena from
+ * value lifetimes, largest first -> lower into a runlist of preallocated steps -> decide the packaging. A graph keeps every version
  * it compiled; fe_version_find returns the one for a signature. `verbose` prints the
  * packaging and how each per-call value lowers. */
 #include <stdlib.h>
@@ -218,6 +218,11 @@ static fe_status build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_ve
         st = fe_error_set(&g->err, FE_E_INVALID, "graph \"%s\": the body marks no output; call "
                           "fe_output on what the graph returns", g->name);
     }
+    int folds[FE_FOLD_KINDS] = {0};
+    if (st == FE_OK && fe_fold_steps(&v->tr, &g->opts, folds) != FE_OK) {
+        g->err = v->tr.err;
+        st = v->tr.err.status;
+    }
     v->n_steps = v->tr.n_steps;
     if (st == FE_OK) {
         v->kernels = fe_calloc((size_t)(v->n_steps ? v->n_steps : 1), sizeof *v->kernels);
@@ -249,6 +254,7 @@ static fe_status build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_ve
     if (g->profiling) fe_version_clock(v);
     g->stats.versions = g->n_versions;
     g->stats.compiles++;
+    memcpy(g->stats.folds, folds, sizeof folds);
     *out = v;
     return FE_OK;
 }

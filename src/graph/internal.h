@@ -10,7 +10,10 @@
  *   graph.c      the graph object: create, destroy, options, stats
  *   run.c        calling a version: words, checks, binding, dispatch, carries, reference
  *   draw.c       DOT of the compiled versions
+ *   inspect.c    the tuner's view of a compiled version (graph/inspect.h)
+ *   values.c     per-call values at a set of words: affine forms, a step's values
  *   compile.c    a version from a trace: kernels, arena, runlist, packaging
+ *   fold.c       the fold pass on a trace (epilogue, prologue, drain)
  *   step_timing.c  the per-step clocks of profiled calls
  *   builders.c   the steps a body records (fe_apply, fe_output, fe_carry, fe_call...)
  *   views.c      views of handles (reshape, transpose, bound, at, window)
@@ -236,6 +239,19 @@ fe_h fe_trace_add_view(fe_trace *t, const fe_view *v);
 int fe_trace_new_scratch(fe_trace *t, size_t bytes);
 /* A per-call value's name as a refusal prints it ("pos", "pos+n", or the constant). */
 void fe_trace_val_name(const fe_trace *t, fe_val v, char *buf, size_t n);
+
+/* values.c: v at the words (one per per-call value, by index). */
+int64_t fe_val_at(fe_val v, const int64_t *words);
+/* The per-call values step s of ver reads at the words, in the op's declaration order:
+ * given at the call site, else from the bound its operand's view carries, else the
+ * declared default (the full extent). *empty: a bound of 0 leaves no work. *follows_words
+ * (may be NULL): some value depends on a word. */
+void fe_step_values(const fe_version *ver, int s, const int64_t *words, int64_t *vals,
+                    bool *empty, bool *follows_words);
+
+/* fold.c: folds the trace's steps as o->fold says; counts[kind] how many of each were taken.
+ * A refusal (priced without a price) is recorded on the trace. */
+fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_FOLD_KINDS]);
 
 /* compile.c: the version compiled for a signature, compiling it on first sight. */
 fe_status fe_version_find(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out);

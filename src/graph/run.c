@@ -91,25 +91,9 @@ static fe_status bind_step(fe_graph *g, fe_version *v, int s, const fe_named_ten
         views[i] = fe_trace_view(&v->tr, (fe_h){st->operand[i]});
         ops[i] = tensor_of(g, v, in, views[i], reference);
     }
-    int64_t vals[FE_MAX_VALUES];
-    const int64_t *ext = fe_kernel_extents(v->kernels[s]);
-    *empty = false;
-    for (int i = 0; i < op->n_values; i++) {
-        const fe_value_decl *vd = &op->values[i];
-        vals[i] = vd->map == FE_MAP_NONE ? vd->min : ext[fe_op_extent_index(op, vd->extent)];
-        if (st->value_given[i]) {
-            vals[i] = fe_val_eval(g, st->value[i], reference);
-        } else if (vd->map != FE_MAP_NONE && views[vd->operand]) {
-            const fe_view *w = views[vd->operand];
-            int axis = vd->axis < 0 ? w->rank + vd->axis : vd->axis;
-            if (axis >= 0 && axis < w->rank && w->has_bound[axis]) {
-                int64_t b = fe_val_eval(g, w->bound[axis], reference);
-                for (int d = axis + 1; vd->map == FE_MAP_FLAT && d < w->rank; d++) b *= w->shape[d];
-                vals[i] = b;
-                if (b == 0) *empty = true;
-            }
-        }
-    }
+    int64_t vals[FE_MAX_VALUES], words[FE_MAX_VARS];
+    for (int i = 0; i < g->n_vars; i++) words[i] = word(g, i, reference);
+    fe_step_values(v, s, words, vals, empty, NULL);
     fe_status rc = fe_kernel_bind(v->kernels[s], ops, op->n_operands, vals, op->n_values, out);
     if (rc != FE_OK)
         return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,

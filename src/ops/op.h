@@ -68,6 +68,8 @@ typedef struct fe_operand_decl {
     bool optional;
     bool strided;      /* accepts any strides; otherwise the view must be contiguous */
     double draw_lo, draw_hi; /* how tests draw it when lo < hi (else the case's range) */
+    const char *draw_below;  /* an extent drawn integers stay below (ids into a table of V
+                              * rows), whatever draw_hi says; NULL: none */
 } fe_operand_decl;
 
 /* How a graph derives a per-call value when the op call does not give it: from the bound a

@@ -56,7 +56,8 @@ static void draw_ints(unsigned char *mem, fe_dtype dt, int64_t n, int64_t lo, in
 }
 
 fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_tensor *desc,
-                               double lo, double hi, uint64_t seed, fe_error *err) {
+                               const int64_t *ext, double lo, double hi, uint64_t seed,
+                               fe_error *err) {
     memset(b, 0, sizeof *b);
     b->n = op->n_operands;
     uint64_t s = seed;
@@ -83,7 +84,11 @@ fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_ten
         if (od->role != FE_IN) continue;
         bool ranged = od->draw_lo < od->draw_hi;
         if (!fe_dtype_info(dt)->is_float && ranged) {
-            draw_ints(b->mem[i], dt, n, (int64_t)od->draw_lo, (int64_t)od->draw_hi, &s);
+            int64_t top = (int64_t)od->draw_hi;
+            int e = od->draw_below ? fe_op_extent_index(op, od->draw_below) : -1;
+            if (e >= 0 && ext && ext[e] - 1 < top) top = ext[e] - 1;
+            if (top < (int64_t)od->draw_lo) top = (int64_t)od->draw_lo;
+            draw_ints(b->mem[i], dt, n, (int64_t)od->draw_lo, top, &s);
         } else if (fe_dtype_info(dt)->is_float || block > 1) {
             if (!draw_floats(b->mem[i], dt, n, ranged ? od->draw_lo : lo,
                              ranged ? od->draw_hi : hi, &s)) {
@@ -105,6 +110,51 @@ void fe_tune_buffers_deinit(fe_tune_buffers *b) {
         fe_free(b->mem[i]);
         b->mem[i] = NULL;
     }
+    for (int c = 0; c < FE_TUNE_MAX_COPIES; c++) {
+        fe_free(b->copy_mem[c]);
+        b->copy_mem[c] = NULL;
+    }
+    b->n_sets = 0;
+}
+
+fe_status fe_tune_buffers_spread(fe_tune_buffers *b, const fe_op *op, size_t bytes,
+                                 fe_error *err) {
+    size_t in = 0;
+    for (int i = 0; i < op->n_operands; i++)
+        if (op->operands[i].role == FE_IN && b->mem[i]) in += (b->bytes[i] + 63) & ~(size_t)63;
+    int n = in ? (int)((bytes + in - 1) / in) : 1;
+    if (n > FE_TUNE_MAX_COPIES) n = FE_TUNE_MAX_COPIES;
+    memcpy(b->sets[0], b->t, sizeof b->t);
+    for (int c = 1; c < n; c++) {
+        char *mem = fe_aligned_alloc(64, in);
+        if (!mem) {
+            for (int k = 1; k < c; k++) {
+                fe_free(b->copy_mem[k]);
+                b->copy_mem[k] = NULL;
+            }
+            return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for %d copies of the "
+                                "inputs (%zu bytes each)", n, in);
+        }
+        b->copy_mem[c] = mem;
+        memcpy(b->sets[c], b->t, sizeof b->t);
+        for (int i = 0; i < op->n_operands; i++) {
+            if (op->operands[i].role != FE_IN || !b->mem[i]) continue;
+            memcpy(mem, b->mem[i], b->bytes[i]);
+            b->sets[c][i].data = mem;
+            mem += (b->bytes[i] + 63) & ~(size_t)63;
+        }
+    }
+    b->n_sets = n;
+    b->next_set = 0;
+    b->input_hash ^= 0x5eedf00dc01d0001ull; /* inputs from memory */
+    return FE_OK;
+}
+
+const fe_tensor *fe_tune_buffers_next(fe_tune_buffers *b) {
+    if (b->n_sets <= 1) return b->t;
+    const fe_tensor *t = b->sets[b->next_set];
+    b->next_set = (b->next_set + 1) % b->n_sets;
+    return t;
 }
 
 void fe_tune_buffers_clear_outputs(const fe_op *op, fe_tune_buffers *b) {

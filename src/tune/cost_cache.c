@@ -6,8 +6,9 @@
  * An entry is keyed on the per-call values and the inputs' hash. A file that is not that
  * shape is refused whole, with a message naming it; the next put replaces it. Files are
  * written to a temporary and renamed, so a reader never sees half of one. `ferrum tune OP`
- * fills it today; the graph's cost table and joint narrowing (later parts of the tuner) are
- * to read it through the same key rather than measure again. */
+ * and `ferrum tune MODEL` (each design of a graph's cost table) fill and read it through the
+ * same key, so a design shared by two graphs, or by a graph and an op's tune, is measured
+ * once. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* tune/probe.c: timing one thing alone. Warm-up, then repeats until the median settles or
- * the budget ends. A figure is refused when its spread ((p90 - p10) / median) is wide or
+ * the budget ends (with at least the options' min_samples). A figure is refused when its spread ((p90 - p10) / median) is wide or
  * when the process got less CPU time than its workers would use over the wall time (another
  * process took a core): then it is measured again, up to the attempts allowed, and reported
  * unreliable rather than trusted. */
@@ -12,7 +12,7 @@
 #include "tune/tune.h"
 
 
-enum { MIN_SAMPLES = 31, MIN_NS = 20000000, MAX_SAMPLES = 4096, WARMUP = 3 };
+enum { MIN_SAMPLES = 31, MIN_NS = 20000000, MAX_SAMPLES = 4096 };
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -32,9 +32,11 @@ static double pct(const double *sorted, int n, double p) {
 
 /* One figure: samples until the median of all of them and of the first half agree within
  * 2 % (at least MIN_SAMPLES), or the budget ends. cpu_share: process CPU / wall. */
-static fe_cost_figure measure(fe_probe_fn fn, void *ctx, double budget_ns, double *samples,
-                              double *cpu_share) {
-    for (int i = 0; i < WARMUP; i++) fn(ctx);
+static fe_cost_figure measure(fe_probe_fn fn, void *ctx, const fe_tune_options *o,
+                              double *samples, double *cpu_share) {
+    double budget_ns = o->budget_ms * 1e6;
+    int min_samples = o->min_samples > 0 ? o->min_samples : 1;
+    for (int i = 0; i < o->warmup; i++) fn(ctx);
     double cpu0 = cpu_seconds();
     uint64_t t0 = fe_time_ns();
     int n = 0;
@@ -53,7 +55,7 @@ static fe_cost_figure measure(fe_probe_fn fn, void *ctx, double budget_ns, doubl
             double half = pct(sorted, n / 2, 0.5);
             if (fabs(all - half) <= 0.02 * all) break;
         }
-        if (spent > budget_ns && n >= 5) break;
+        if (spent > budget_ns && n >= min_samples) break;
     }
     double wall = (double)(fe_time_ns() - t0) * 1e-9;
     *cpu_share = wall > 0 ? (cpu_seconds() - cpu0) / wall : 0;
@@ -75,7 +77,7 @@ fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune
     int attempts = o->attempts > 0 ? o->attempts : 1;
     for (int a = 0; a < attempts; a++) {
         double share;
-        f = measure(fn, ctx, o->budget_ms * 1e6, samples, &share);
+        f = measure(fn, ctx, o, samples, &share);
         double spread = f.median_ns > 0 ? (f.p90_ns - f.p10_ns) / f.median_ns : INFINITY;
         /* the pool's workers spin between steps: a step of `width` keeps about that many
          * cores busy; much less CPU than that means they were descheduled */

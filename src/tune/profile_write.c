@@ -36,24 +36,39 @@ static fe_status make_parent(const char *path, fe_error *err) {
     return FE_OK;
 }
 
+/* The profile at path, or an empty one when there is no file; a file that is not a profile
+ * is refused (and left as it was). */
+static fe_status open_profile(const char *path, fe_profile **p, fe_error *err) {
+    if (access(path, F_OK) == 0) {
+        fe_error lerr;
+        fe_status st = fe_profile_load(path, p, &lerr);
+        if (st != FE_OK)
+            return fe_error_set(err, st, "%s; fix the file or remove it (it is left as it "
+                                "was)", lerr.message);
+        return FE_OK;
+    }
+    static const char empty[] = "{\"entries\": []}";
+    return fe_profile_parse(empty, sizeof empty - 1, p, err);
+}
+
+fe_status fe_tune_write_narrowing(const fe_narrowing *n, const char *path, fe_error *err) {
+    fe_profile *p = NULL;
+    fe_status st = open_profile(path, &p, err);
+    if (st == FE_OK) st = fe_narrowing_to_profile(n, p, err);
+    if (st == FE_OK) st = make_parent(path, err);
+    if (st == FE_OK) st = fe_profile_save(p, path, err);
+    fe_profile_destroy(p);
+    return st;
+}
+
 fe_status fe_tune_write_profile_row(const fe_tune_result *r, int i, const char *path,
                                     fe_error *err) {
     if (!r || i < 0 || i >= r->n || r->rows[i].verdict != FE_TUNE_CANDIDATE || !path)
         return fe_error_set(err, FE_E_INVALID, "tune: give a candidate row and a path");
     const fe_op *op = r->op;
     fe_profile *p = NULL;
-    fe_status st;
-    if (access(path, F_OK) == 0) {
-        fe_error lerr;
-        st = fe_profile_load(path, &p, &lerr);
-        if (st != FE_OK)
-            return fe_error_set(err, st, "%s; fix the file or remove it (it is left as it "
-                                "was)", lerr.message);
-    } else {
-        static const char empty[] = "{\"entries\": []}";
-        st = fe_profile_parse(empty, sizeof empty - 1, &p, err);
-        if (st != FE_OK) return st;
-    }
+    fe_status st = open_profile(path, &p, err);
+    if (st != FE_OK) return st;
     fe_setting tun[FE_MAX_TUNABLES];
     int n_tun = 0;
     for (int t = 0; t < op->n_tunables; t++)

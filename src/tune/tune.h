@@ -6,7 +6,7 @@
 #include "ferrum/tune.h"
 #include "ops/kernel.h"
 
-enum { FE_TUNE_MAX_DOMAIN = 64 };
+enum { FE_TUNE_MAX_DOMAIN = 64, FE_TUNE_MAX_POINTS = 8 };
 
 /* The values a tunable's domain takes at these extents on n_workers, ascending, with `def`
  * (the resolved default) always among them. WIDTH: def, the powers of two up to n_workers
@@ -34,18 +34,34 @@ bool fe_tune_gate(const fe_op *op, const fe_gate_output *outs, int n, char *why,
 
 /* Operand buffers for a kernel's shapes: inputs drawn from a seeded source (floats in the
  * case's range or the operand's, block dtypes quantised from them, integers in the operand's
- * declared range), outputs zeroed. */
+ * declared range, kept below the extent its draw_below names: ext may be NULL), outputs
+ * zeroed. */
+enum { FE_TUNE_MAX_COPIES = 64 };
+
 typedef struct fe_tune_buffers {
     fe_tensor t[FE_MAX_OPERANDS];
     void *mem[FE_MAX_OPERANDS];
     size_t bytes[FE_MAX_OPERANDS];
     int n;
-    uint64_t input_hash; /* of every input's bytes */
+    uint64_t input_hash; /* of every input's bytes (and whether they are spread) */
+    /* fe_tune_buffers_spread: copies of the inputs (set 0 is t) that timed runs rotate
+     * through, the outputs shared */
+    fe_tensor sets[FE_TUNE_MAX_COPIES][FE_MAX_OPERANDS];
+    void *copy_mem[FE_TUNE_MAX_COPIES];
+    int n_sets, next_set;
 } fe_tune_buffers;
 
 fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_tensor *desc,
-                               double lo, double hi, uint64_t seed, fe_error *err);
+                               const int64_t *ext, double lo, double hi, uint64_t seed,
+                               fe_error *err);
 void fe_tune_buffers_deinit(fe_tune_buffers *b);
+/* Copies of the inputs spanning at least `bytes` together (at most FE_TUNE_MAX_COPIES sets),
+ * so a run that takes the next set finds its inputs in memory, not in the cache, as a step
+ * of a model's call finds its weights. The input hash changes with it (a figure from memory
+ * is not one from the cache). FE_E_NOMEM when the copies cannot be made (b as it was). */
+fe_status fe_tune_buffers_spread(fe_tune_buffers *b, const fe_op *op, size_t bytes, fe_error *err);
+/* The next set of operands to run on (t itself when not spread). */
+const fe_tensor *fe_tune_buffers_next(fe_tune_buffers *b);
 /* Zeroes the outputs (every run the gate compares starts from the same bytes). */
 void fe_tune_buffers_clear_outputs(const fe_op *op, fe_tune_buffers *b);
 /* Copies of the outputs' bytes into `out` (fe_free each); FE_E_NOMEM. */
@@ -69,6 +85,10 @@ typedef struct fe_tune_shape {
     fe_tensor desc[FE_MAX_OPERANDS];
     int64_t values[FE_MAX_VALUES]; /* -1: the value's default */
     int ladder;           /* index of the value priced over a ladder; -1: none */
+    /* > 0: the per-call values at these points (a graph's call points, one per call the
+     * tuner prices), priced at their mean; values and ladder are then unused */
+    int n_points;
+    int64_t points[FE_TUNE_MAX_POINTS][FE_MAX_VALUES];
     const fe_profile *profile;
 } fe_tune_shape;
 
@@ -86,6 +106,7 @@ struct fe_tune_result {
     fe_tune_row rows[FE_TUNE_MAX_ROWS];
     int n;
     fe_cost_figure dispatch;
+    uint64_t input_hash;  /* of the inputs every row was gated and timed on */
     char shape[512];
     char notes[2048];
     /* for a profile entry: the op, its shape's key (every extent, param and present
@@ -98,6 +119,12 @@ struct fe_tune_result {
     int64_t tunables[FE_TUNE_MAX_ROWS][FE_MAX_TUNABLES];
     int64_t base[FE_MAX_TUNABLES];
 };
+
+/* Every setting of the shape, gated and priced, into r (zeroed by the caller): what
+ * fe_tune_op does once the request is a shape. The graph tuner calls it per distinct design
+ * of a graph, with the shape read from a step and the values at the graph's call points. */
+fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *s, const fe_tune_options *o,
+                               fe_cost_cache *cache, fe_tune_result *r, fe_error *err);
 
 /* Marks r's best row (fe_tune_row.best): the fastest reliable candidate, none when an
  * unreliable figure is faster, and the default (row 0) unless the fastest beats it by more

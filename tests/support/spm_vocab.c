@@ -26,7 +26,7 @@ int32_t spm_vocab_id(const char *s) {
     return -1;
 }
 
-fe_tokenizer *spm_vocab_make(bool add_space_prefix) {
+fe_tokenizer *spm_vocab_make(bool add_space_prefix, bool unigram) {
     static char bytes[256][8];
     const char *tokens[N];
     float scores[N];
@@ -45,6 +45,7 @@ fe_tokenizer *spm_vocab_make(bool add_space_prefix) {
     fe_spm_spec spec = fe_spm_spec_default();
     spec.tokens = tokens, spec.scores = scores, spec.token_types = types, spec.n_tokens = N;
     spec.bos_id = 2, spec.eos_id = 1, spec.add_space_prefix = add_space_prefix;
+    spec.unigram = unigram, spec.unk_id = unigram ? 3 : -1;
     fe_tokenizer *t = NULL;
     fe_error err;
     if (fe_tokenizer_create_spm(&spec, &t, &err) != FE_OK) {

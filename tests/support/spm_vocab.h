@@ -11,7 +11,8 @@ enum { SPM_BYTE0 = 4, SPM_PIECES = 260 };
 
 /* The id of piece s in the vocabulary (-1 when none). */
 int32_t spm_vocab_id(const char *s);
-/* Builds it; add_space_prefix as given. NULL on failure (message printed). */
-fe_tokenizer *spm_vocab_make(bool add_space_prefix);
+/* Builds it; add_space_prefix as given; unigram: as a Unigram vocabulary (unknown <unk>)
+ * rather than BPE. NULL on failure (message printed). */
+fe_tokenizer *spm_vocab_make(bool add_space_prefix, bool unigram);
 
 #endif

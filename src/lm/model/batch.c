@@ -243,7 +243,7 @@ static fe_status decode_body(fe_trace *t, const fe_batch *b) {
         rc.pos[r] = fe_scratchpad(t, name);
     }
     int64_t qs[3] = {rc.B, c->n_heads, c->head_dim};
-    char att_name[32];
+    char att_name[48];
     snprintf(att_name, sizeof att_name, "attention_rows_%lld", (long long)rc.B);
     rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
     mm_mode mm = {false, b->decode_int8, c->rms_eps};

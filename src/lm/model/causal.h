@@ -24,16 +24,18 @@ typedef struct fe_causal_options {
      * AVX512_BF16, as llama.cpp computes; KL to the f32 oracle ~1e-4) ; F32 keeps them f32
      * (exact to the oracle). Over block-quantised matrices (q8_0, q4_0, q4_1) AUTO and INT8
      * quantise the activations to int8 per row and 32-block and sum exact integer products
-     * (GEMM act_int8, as llama.cpp's Q8 activations); F32 widens the blocks to f32. Other
-     * weight dtypes always use f32. */
+     * (GEMM act_int8, as llama.cpp's Q8 activations); F32 widens the blocks to f32. Over
+     * q5_0, q4_k and q6_k only INT8 does (GEMM's int8 design for them is a row-dot fallback,
+     * ~8x slower than widening: blocks.h int8_auto). Other weight dtypes always use f32. */
     enum {
         FE_PREFILL_DOT_AUTO = 0,
         FE_PREFILL_DOT_F32,
         FE_PREFILL_DOT_BF16,
         FE_PREFILL_DOT_INT8
     } prefill_dot;
-    /* GEMV dot products over block-quantised matrices (q8_0, q4_0, q4_1), the decode step's
-     * and the head's: AUTO (the default) quantises the activation to int8 per 32-block and
+    /* GEMV dot products over block-quantised matrices (q8_0 .. q6_k), the decode step's
+     * and the head's: AUTO (the default) quantises the activation to int8 per 32-block (per
+     * 256 for q4_k/q6_k, llama.cpp's q8_K) and
      * sums exact integer products (GEMV act_int8: 1.3-1.9x the f32 path, as llama.cpp's Q8
      * activations); F32 keeps it f32 (exact to the oracle). Float matrices are always f32. */
     enum { FE_DECODE_DOT_AUTO = 0, FE_DECODE_DOT_F32 } decode_dot;

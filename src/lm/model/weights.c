@@ -58,6 +58,11 @@ static int specs_of(const fe_lm_config *c, fe_llama_weights *w, spec *s) {
         s[n++] = (spec){&L->w_gate, 2, c->ffn, d, false};
         s[n++] = (spec){&L->w_up, 2, c->ffn, d, false};
         s[n++] = (spec){&L->w_down, 2, d, c->ffn, false};
+        if (c->family != FE_LM_FAMILY_GEMMA3) continue;
+        s[n++] = (spec){&L->q_norm, 1, c->head_dim, 1, true};
+        s[n++] = (spec){&L->k_norm, 1, c->head_dim, 1, true};
+        s[n++] = (spec){&L->post_attn_norm, 1, d, 1, true};
+        s[n++] = (spec){&L->post_ffn_norm, 1, d, 1, true};
     }
     return n;
 }
@@ -74,7 +79,7 @@ static fe_status layout(const fe_lm_config *cfg, fe_dtype dtype, fe_llama_weight
     if (st != FE_OK) return st;
     out->cfg = *cfg;
     out->layers = fe_calloc((size_t)cfg->n_layers, sizeof *out->layers);
-    *s = fe_malloc(((size_t)cfg->n_layers * 9 + 3) * sizeof **s);
+    *s = fe_malloc(((size_t)cfg->n_layers * 13 + 3) * sizeof **s); /* Gemma 3: 13 a layer */
     if (!out->layers || !*s) {
         fe_free(*s);
         *s = NULL;

@@ -47,8 +47,9 @@ typedef struct fe_llama_weights {
 } fe_llama_weights;
 
 /* Random weights in the checkpoint's shapes and `dtype` (f32 or bf16): matrices drawn
- * uniform with std 1/sqrt(fan_in) so logits have a real spread, norms near 1. Deterministic
- * in `seed`. Caller fe_llama_weights_free()s. */
+ * uniform with std 1/sqrt(fan_in) so logits have a real spread, norms near 1 (a Gemma 3
+ * config's QK and sandwich norms too). Deterministic in `seed`. Caller
+ * fe_llama_weights_free()s. */
 fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint64_t seed,
                                   fe_llama_weights *out, fe_error *err);
 /* The unread fill of the random weights: the same shapes and dtypes, data NULL, nothing drawn

@@ -114,7 +114,9 @@ static fe_status stretch(enc *e, const char *s, size_t n) {
     if (e->t->spm) {
         bool prefix = e->t->add_space_prefix && e->after_added;
         e->after_added = false;
-        return n ? fe_spm_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err) : FE_OK;
+        if (!n) return FE_OK;
+        return e->t->unigram ? fe_unigram_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err)
+                             : fe_spm_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err);
     }
     return fe_pretok_split(&e->t->pre, &e->pre, s, n, on_piece, e, e->err);
 }

@@ -26,7 +26,10 @@
  * instead: spaces escaped to "▁", pieces merged by score, bytes falling back to <0xXX>
  * tokens; its pieces decode with "▁" as a space and <0xXX> as the byte.
  *
- * Known limits: byte-level and SentencePiece BPE only (no WordPiece, Unigram yet); tokenizer.json
+ * SentencePiece Unigram (fe_spm_spec.unigram: unigram.h) segments each stretch by Viterbi over
+ * the piece scores instead (from arrays; no GGUF "t5" loader, no precompiled normaliser yet).
+ *
+ * Known limits: byte-level BPE, SentencePiece BPE and Unigram only (no WordPiece yet); tokenizer.json
  * normalizers other than null, ByteLevel add_prefix_space, and Split behaviours other than
  * Isolated are refused (FE_E_UNSUPPORTED); model.unk_token is not used (a byte with no token
  * is dropped, as when it is null); an added token's lstrip/rstrip strip ASCII whitespace only
@@ -112,13 +115,17 @@ typedef struct fe_spm_spec {
     int32_t bos_id, eos_id;     /* -1: none */
     bool add_bos;               /* the model's wish (llama.cpp's default for these: yes) */
     bool add_space_prefix;      /* a "▁" before the text and after each added token */
+    bool unigram;               /* SentencePiece Unigram (unigram.h: the segmentation of the
+                                   highest score sum) instead of BPE over the scores */
+    int32_t unk_id;             /* Unigram: the unknown token; -1: none (then a character no
+                                   piece covers is dropped) */
 } fe_spm_spec;
 
-/* Defaults: no tokens, no BOS/EOS, add_bos and add_space_prefix true (llama.cpp's). */
+/* Defaults: no tokens, no BOS/EOS, add_bos and add_space_prefix true (llama.cpp's), BPE. */
 fe_spm_spec fe_spm_spec_default(void);
 
 /* Builds a SentencePiece BPE tokenizer from arrays. FE_E_FORMAT (naming the token and the
- * rule) for a non-finite score, an id twice, no scores, or BOS/EOS outside the vocabulary;
+ * rule) for a non-finite score, an id twice, no scores, or BOS/EOS/unknown outside the vocabulary;
  * FE_E_NOMEM. *out as for fe_tokenizer_create_bpe. */
 fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, fe_error *err);
 

@@ -17,6 +17,7 @@
 #include "lm/tokenizer/bpe.h"
 #include "lm/tokenizer/pretokenize.h"
 #include "lm/tokenizer/spm.h"
+#include "lm/tokenizer/unigram.h"
 #include "lm/tokenizer/tokenizer.h"
 
 struct fe_added_ref {
@@ -49,6 +50,9 @@ struct fe_tokenizer {
     bool spm;
     bool add_space_prefix; /* spm: a "▁" before the first stretch and after added tokens */
     float *scores;         /* spm: (n_vocab) piece scores */
+    bool unigram;          /* spm: Unigram (unigram.h) rather than BPE over the scores */
+    int32_t unk_id;        /* unigram: the unknown token (-1: none, such characters dropped) */
+    double unk_score;      /* unigram: its score, the lowest normal piece's minus 10 */
     int32_t spm_byte[256]; /* spm: the token of each byte, -1 when none */
     char *text_blob;       /* spm: what each token decodes to ("▁" as a space, <0xXX> as the */
     size_t *text_off;      /* byte), text_blob + text_off[id], text_len[id] bytes */

@@ -1,4 +1,5 @@
-/* lm/tokenizer/tokenizer_spm.c: a SentencePiece BPE tokenizer (spm.h) built from plain arrays
+/* lm/tokenizer/tokenizer_spm.c: a SentencePiece BPE (spm.h) or Unigram (unigram.h) tokenizer
+ * built from plain arrays
  * (fe_spm_spec, tokenizer.h): pieces as raw text, scores, types; added tokens from the types
  * (CONTROL and UNKNOWN special, USER_DEFINED always matched), as llama.cpp's special-token
  * partition treats them. The GGUF loader (tokenizer_gguf.c) hands its arrays here. */
@@ -10,7 +11,8 @@
 #include "lm/tokenizer/tokenizer_internal.h"
 
 fe_spm_spec fe_spm_spec_default(void) {
-    return (fe_spm_spec){.bos_id = -1, .eos_id = -1, .add_bos = true, .add_space_prefix = true};
+    return (fe_spm_spec){.bos_id = -1, .eos_id = -1, .add_bos = true, .add_space_prefix = true,
+                         .unk_id = -1};
 }
 
 fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, fe_error *err) {
@@ -47,6 +49,17 @@ fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, f
     }
     if (st == FE_OK) st = fe_tok_index(t, what, err);
     if (st == FE_OK) st = fe_spm_finish(t, what, err);
+    if (st == FE_OK && spec->unigram) {
+        t->unigram = true;
+        t->unk_id = spec->unk_id;
+        if (t->unk_id < -1 || t->unk_id >= spec->n_tokens)
+            st = fe_error_set(err, FE_E_FORMAT, "%s: the unknown token %d is outside the %d "
+                              "tokens; give its id or -1", what, (int)t->unk_id, spec->n_tokens);
+        double lowest = 0;
+        for (int i = 0; i < spec->n_tokens; i++)
+            if (t->type[i] == FE_TOKEN_NORMAL && t->scores[i] < lowest) lowest = t->scores[i];
+        t->unk_score = lowest - 10.0; /* llama.cpp's unknown_token_score_penalty */
+    }
     if (st == FE_OK) {
         t->bos = spec->bos_id;
         t->eos = spec->eos_id;

@@ -27,10 +27,12 @@ static const fe_tunable_decl tunables[] = {
                     "(smaller blocks spread one id over more workers)"},
 };
 
-/* ids are drawn in [0, 1023] by the tests: every case's table has at least 1024 rows */
+/* ids are drawn in [0, 1023] by the tests (every case's table has at least 1024 rows), and
+ * below V wherever the table is smaller (a model's, under the tuner) */
 static const fe_operand_decl operands[] = {
     {"table", FE_IN, TABLE_DTYPES, 2, 2},
-    {"ids", FE_IN, FE_DT(FE_DTYPE_I32), 1, 1, .draw_lo = 0, .draw_hi = 1023},
+    {"ids", FE_IN, FE_DT(FE_DTYPE_I32), 1, 1, .draw_lo = 0, .draw_hi = 1023,
+     .draw_below = "V"},
     {"out", FE_OUT, FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_I32), 2, 2}, /* i32 for an i32 table */
 };
 

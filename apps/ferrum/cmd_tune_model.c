@@ -1,0 +1,300 @@
+/* apps/ferrum/cmd_tune_model.c: `ferrum tune MODEL`: a model's graph tuned on this machine.
+ * Opens the model (a checkpoint, or a preset with --random-weights), builds a session of the
+ * packaging asked for, and prices every distinct design of its decode step and prefill chunk
+ * at a ladder of positions (the cost table, saved per device and packaging), chooses the
+ * settings by joint narrowing (with the ablations beside it), then measures both calls as
+ * they run, with the defaults and, when narrowing changed something, with its choice: the
+ * modelled time is printed beside the measured one. --write-profile keeps the choice as this
+ * device's profile, which generate and chat load. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "cmd_tune_model.h"
+#include "ferrum/tune.h"
+#include "lm_args.h"
+
+static const char synopsis[] =
+    "usage: ferrum tune [options] MODEL\n\n"
+    "Tunes MODEL's graph on this machine: every distinct design of its decode step and\n"
+    "prefill chunk is measured once at every setting its domains allow (through the cost\n"
+    "cache; a warm run measures nothing again), priced at a ladder of positions over\n"
+    "--context, and saved as the cost table\n"
+    "(${FERRUM_CACHE_HOME:-~/.cache/ferrum}/tables/<device id>/NAME.PACKAGING.json). Joint\n"
+    "narrowing then chooses each shape's setting to minimise the modelled call time\n"
+    "(dispatch + step costs + barriers); the ablations show it with widths or designs held.\n"
+    "Both calls are then measured as they run, and the modelled times printed beside the\n"
+    "measured ones. --write-profile keeps the choice for `ferrum generate` and `ferrum chat`.\n"
+    "Example:\n"
+    "  ferrum tune smollm2-135m --random-weights 1 --write-profile\n";
+
+typedef struct tune_model_args {
+    model_args model;
+    const char *packaging;
+    bool remeasure, write_profile, skip_measure;
+    const char *profile_out;
+    int64_t context, chunk;
+    double budget;
+} tune_model_args;
+
+static const char *const packagings[] = {"fused", "each_step", NULL};
+
+enum { LADDER = 4 };
+
+/* The model's name for its table: the preset, or the file or folder's base name without a
+ * checkpoint's extension (.gguf, .safetensors, .json): "llama-3.2-1b" stays whole. */
+static void table_name(const char *model, char *buf, size_t n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s", model);
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') path[--len] = 0; /* "dir/" */
+    const char *base = strrchr(path, '/');
+    snprintf(buf, n, "%s", base ? base + 1 : path);
+    len = strlen(buf);
+    for (const char *ext = ".gguf\0.safetensors\0.json\0"; *ext; ext += strlen(ext) + 1)
+        if (len > strlen(ext) && strcmp(buf + len - strlen(ext), ext) == 0) {
+            buf[len - strlen(ext)] = 0;
+            break;
+        }
+    if (!*buf || !strcmp(buf, ".") || !strcmp(buf, "..")) snprintf(buf, n, "model");
+}
+
+typedef struct calls {
+    int32_t *tokens;
+    fe_named_tensor prefill_in;
+    fe_word words[2][LADDER * 2];
+    fe_tune_call call[2];
+} calls;
+
+/* The decode step at positions in the middle of four equal slices of [0, context), and the
+ * prefill chunk at four starts spread over [0, context - chunk]. */
+static int make_calls(calls *c, int64_t context, int64_t chunk) {
+    c->tokens = calloc((size_t)chunk, sizeof *c->tokens);
+    if (!c->tokens) return -1;
+    c->prefill_in = (fe_named_tensor){"tokens", fe_tensor_contiguous(c->tokens, FE_DTYPE_I32, 1,
+                                                                    &chunk)};
+    for (int p = 0; p < LADDER; p++) {
+        c->words[0][p] = (fe_word){"position", context * (2 * p + 1) / (2 * LADDER)};
+        int64_t last = context - chunk;
+        c->words[1][2 * p] = (fe_word){"position", last * p / (LADDER - 1) / chunk * chunk};
+        c->words[1][2 * p + 1] = (fe_word){"n", chunk};
+    }
+    c->call[0] = (fe_tune_call){"decode step", NULL, 0, c->words[0], 1, LADDER};
+    c->call[1] = (fe_tune_call){"prefill chunk", &c->prefill_in, 1, c->words[1], 2, LADDER};
+    return 0;
+}
+
+static int fail(const fe_cli_io *io, const char *msg) {
+    fprintf(io->err, "ferrum tune: %s\n", msg);
+    return FE_EXIT_FAILURE;
+}
+
+static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
+                        const fe_tune_graph_request *req, const fe_cost_figure *measured,
+                        bool chosen) {
+    for (int c = 0; c < req->n_calls; c++) {
+        double pred = chosen ? fe_narrowing_predicted_ns(n, c) : fe_narrowing_default_ns(n, c);
+        fprintf(f, "  %-14s %-9s modelled %10.3f ms", req->calls[c].name, what, pred / 1e6);
+        if (measured) {
+            double m = measured[c].median_ns;
+            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f",
+                    m / 1e6, measured[c].p10_ns / 1e6, measured[c].p90_ns / 1e6,
+                    measured[c].reliable ? "" : " unreliable", m > 0 ? pred / m : 0);
+        }
+        fputc('\n', f);
+    }
+}
+
+/* The choice as entries of the profile at path (NULL: this device's), others kept. */
+static int write_profile(fe_device *dev, const fe_narrowing *n, const char *path,
+                         const fe_cli_io *io) {
+    char def[1100];
+    fe_error err;
+    if (!path && fe_tune_profile_path(dev, NULL, def, sizeof def, &err) != FE_OK)
+        return fail(io, err.message);
+    if (!path) path = def;
+    if (fe_tune_write_narrowing(n, path, &err) != FE_OK) return fail(io, err.message);
+    fprintf(io->err, "ferrum tune: wrote %d entries to %s (%d of %d groups had no reliable "
+            "figure to decide on: none written)\n", fe_narrowing_decided(n), path,
+            fe_narrowing_groups(n) - fe_narrowing_decided(n), fe_narrowing_groups(n));
+    return FE_EXIT_OK;
+}
+
+static int session(fe_lm_model *m, const tune_model_args *a, const fe_profile *p,
+                   fe_lm_session **s, const fe_cli_io *io) {
+    fe_lm_session_options so = fe_lm_session_options_default();
+    so.max_seq_len = a->context;
+    so.chunk = a->chunk;
+    so.each_step = strcmp(a->packaging, "each_step") == 0;
+    so.profile = p;
+    fe_error err;
+    if (fe_lm_session_create(m, &so, s, &err) != FE_OK) return fail(io, err.message);
+    return FE_EXIT_OK;
+}
+
+static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
+    fe_device *dev = fe_lm_model_device(m);
+    fe_lm_session *s = NULL, *tuned = NULL;
+    fe_cost_table *table = NULL, *previous = NULL;
+    fe_narrowing *n = NULL;
+    fe_profile *chosen = NULL;
+    calls c = {0};
+    fe_error err;
+    int code = session(m, a, NULL, &s, io);
+    if (code != FE_EXIT_OK) return code;
+    if (make_calls(&c, a->context, a->chunk) != 0) {
+        code = fail(io, "out of memory");
+        goto done;
+    }
+    char name[96], path[1100];
+    table_name(a->model.model, name, sizeof name);
+    if (fe_cost_table_path(dev, NULL, name, a->packaging, path, sizeof path, &err) != FE_OK) {
+        code = fail(io, err.message);
+        goto done;
+    }
+    FILE *old = a->remeasure ? NULL : fopen(path, "rb");
+    if (old) {
+        fclose(old);
+        if (fe_cost_table_load(path, &previous, &err) != FE_OK)
+            fprintf(io->err, "ferrum tune: %s\n", err.message); /* measured again, replaced */
+    }
+    fe_tune_graph_request req = {fe_lm_session_graph(s), name, c.call, 2};
+    fe_tune_options o = fe_tune_options_default();
+    o.remeasure = a->remeasure;
+    o.budget_ms = a->budget;
+    o.progress = io->err;
+    double t0 = fe_time_ns() * 1e-9;
+    if (fe_tune_graph(dev, &req, &o, previous, &table, &err) != FE_OK) {
+        code = fail(io, err.message);
+        goto done;
+    }
+    double t_tune = fe_time_ns() * 1e-9 - t0;
+    if (fe_narrow(table, fe_narrow_kinds_all(), &n, &err) != FE_OK) {
+        code = fail(io, err.message);
+        goto done;
+    }
+    char desc[256];
+    fe_device_describe(dev, desc, sizeof desc);
+    FILE *f = io->out;
+    fprintf(f, "device: %s\nmodel: %s, packaging %s, context %lld, chunk %lld\n", desc,
+            a->model.model, a->packaging, (long long)a->context, (long long)a->chunk);
+    fprintf(f, "cost table: %s (%d designs, %d from the cache or the last table; %.1f s)\n\n",
+            path, fe_cost_table_designs(table), fe_cost_table_reused(table), t_tune);
+    fprintf(f, "joint narrowing (the chosen setting per op and shape):\n");
+    fe_narrowing_print(n, f);
+    fprintf(f, "\nablations (modelled call time, each decision held at its default):\n");
+    static const struct { const char *what; fe_narrow_kinds k; } abl[] = {
+        {"all decisions", {true, true, true}},
+        {"widths held", {false, true, true}},
+        {"designs held", {true, false, true}},
+        {"folds held", {true, true, false}},
+    };
+    for (size_t i = 0; i < sizeof abl / sizeof abl[0]; i++) {
+        fe_narrowing *x = NULL;
+        if (fe_narrow(table, abl[i].k, &x, &err) != FE_OK) {
+            code = fail(io, err.message);
+            goto done;
+        }
+        fprintf(f, "  %-14s decode %10.3f ms   prefill chunk %10.3f ms%s\n", abl[i].what,
+                fe_narrowing_predicted_ns(x, 0) / 1e6, fe_narrowing_predicted_ns(x, 1) / 1e6,
+                i == 3 ? "   (the tuner does not price folds yet)" : "");
+        fe_narrowing_destroy(x);
+    }
+    bool changed = false;
+    for (int g = 0; g < fe_narrowing_groups(n); g++)
+        changed = changed || strcmp(fe_narrowing_choice(n, g), "default") != 0;
+    fe_cost_figure measured[2], measured_tuned[2];
+    fe_tune_options mo = o;
+    mo.warmup = 1;
+    mo.min_samples = 3;
+    mo.attempts = 1; /* a whole call is long: one figure, said unreliable when it is */
+    mo.budget_ms = a->budget;
+    if (!a->skip_measure) {
+        if (fe_tune_measure_calls(dev, &req, &mo, table, measured, &err) != FE_OK) {
+            code = fail(io, err.message);
+            goto done;
+        }
+    }
+    fprintf(f, "\ncalls (the mean over %d positions; modelled: dispatch + steps + barriers):\n", LADDER);
+    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, false);
+    if (changed) {
+        if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
+            fe_narrowing_to_profile(n, chosen, &err) != FE_OK) {
+            code = fail(io, err.message);
+            goto done;
+        }
+        code = session(m, a, chosen, &tuned, io);
+        if (code != FE_EXIT_OK) goto done;
+        fe_tune_graph_request treq = req;
+        treq.graph = fe_lm_session_graph(tuned);
+        if (!a->skip_measure &&
+            fe_tune_measure_calls(dev, &treq, &mo, NULL, measured_tuned, &err) != FE_OK) {
+            code = fail(io, err.message);
+            goto done;
+        }
+        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, true);
+    } else {
+        fprintf(f, "  (narrowing kept every default: the tuned graph is the default one)\n");
+    }
+    if (fe_cost_table_save(table, path, &err) != FE_OK) {
+        code = fail(io, err.message);
+        goto done;
+    }
+    if (a->write_profile) code = write_profile(dev, n, a->profile_out, io);
+done:
+    fe_narrowing_destroy(n);
+    fe_cost_table_destroy(table);
+    fe_cost_table_destroy(previous);
+    fe_lm_session_destroy(tuned);
+    fe_lm_session_destroy(s);
+    fe_profile_destroy(chosen);
+    free(c.tokens);
+    return code;
+}
+
+int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
+    tune_model_args a = {.model = model_args_default(), .packaging = "fused", .context = 1024,
+                         .chunk = 256, .budget = 300};
+    arg_opt opts[MODEL_MAX_OPTS + 9];
+    int n = model_options(&a.model, true, opts);
+    const arg_opt more[] = {
+        {"packaging", 0, ARG_CHOICE, NULL, "fused: one dispatch per call; each_step: one per "
+         "step (the table is kept per packaging)", "fused", .choices = packagings,
+         .s = &a.packaging},
+        {"remeasure", 0, ARG_FLAG, NULL, "measure every design again, ignoring (and "
+         "replacing) the cost cache and the last table", NULL, .flag = &a.remeasure},
+        {"context", 0, ARG_INT, "N", "positions the calls are priced over: the decode step at "
+         "four points across [0, N), the prefill chunk at four starts up to N - chunk; also "
+         "the session's cache rows", "1024", .lo = 2, .hi = 1 << 20, .i = &a.context},
+        {"chunk", 0, ARG_INT, "N", "prefill rows per call, as generate's", "256", .lo = 1,
+         .hi = 1 << 16, .i = &a.chunk},
+        {"budget-ms", 0, ARG_FLOAT, "MS", "time one figure may take before its repeats stop",
+         "300", .flo = 1, .fhi = 60000, .f = &a.budget},
+        {"no-measure", 0, ARG_FLAG, NULL, "print the modelled call times only (the calls are "
+         "not run)", NULL, .flag = &a.skip_measure},
+        {"write-profile", 0, ARG_FLAG_VALUE, "FILE", "write the choice as profile entries "
+         "(default: this device's profile, the one `ferrum generate` loads), keeping other "
+         "entries", NULL, .flag = &a.write_profile, .s = &a.profile_out},
+    };
+    memcpy(opts + n, more, sizeof more);
+    n += (int)(sizeof more / sizeof more[0]);
+    arg_spec sp = {.cmd = "tune", .synopsis = synopsis, .opts = opts, .n_opts = n,
+                   .max_positional = 1, .positional_what = "MODEL"};
+    const char *pos[1] = {NULL};
+    bool help = false;
+    int code = cli_parse(&sp, argc, argv, pos, io, &help);
+    if (code != FE_EXIT_OK || help) return code;
+    code = model_args_settle(&a.model, pos[0], "tune", io->err);
+    if (code != FE_EXIT_OK) return code;
+    if (a.chunk > a.context)
+        return cli_refuse(io->err, "tune", "--chunk %lld is more than --context %lld; give a "
+                          "chunk at most the context", (long long)a.chunk, (long long)a.context);
+    fe_lm_model *m = NULL;
+    code = model_open(&a.model, false, "tune", io, &m);
+    if (code != FE_EXIT_OK) return code;
+    model_read_in(m, io);
+    code = run(&a, m, io);
+    fe_lm_model_close(m);
+    return code == FE_EXIT_OK ? cli_flush_out(io, "tune") : code;
+}

@@ -1,0 +1,270 @@
+/* graph/fold.c: the fold pass, on a version's trace before its kernels are made. It finds
+ * the three folds of a plainly written body and rewrites the steps:
+ *   epilogue  a step into its producer's epilogue: SiLU into a GEMM (activation) or a GEMV
+ *             (epilogue silu), an ElementwiseAdd into a GEMM or GEMV as its residual; chains
+ *             fold one after another (GEMM -> SiLU -> Add is one GEMM);
+ *   prologue  an RMSNorm into the GEMVs that read it (prologue rmsnorm), when every reader
+ *             is such a GEMV;
+ *   drain     a Copy into a state into the step that produced its source (the producer
+ *             writes the state's view itself).
+ * A fold is taken only when the intermediate is read by the folded step alone (no other
+ * step, no graph output, no carry) through the producer's own view, shapes agree, and the
+ * producer's slot is free (no activation or residual yet). `priced` asks the caller's
+ * function per fold (the tuner keeps one only where its modelled time drops); `all` takes
+ * every admissible fold. The rewritten trace is what compile resolves, plans and lowers; the
+ * reference runs the same rewritten steps. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "graph/internal.h"
+
+static int operand_named(const fe_op *op, const char *name) {
+    for (int i = 0; i < op->n_operands; i++)
+        if (strcmp(op->operands[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int first_output(const fe_op *op) {
+    for (int i = 0; i < op->n_operands; i++)
+        if (op->operands[i].role == FE_OUT) return i;
+    return -1;
+}
+
+/* The step's value of a param (its given value, else the declared default). */
+static double param(const fe_tstep *st, const char *name) {
+    for (int p = 0; p < st->n_params; p++)
+        if (strcmp(st->param_names[p], name) == 0) return st->params[p].value;
+    int i = fe_op_param_index(st->op, name);
+    return i >= 0 ? st->op->params[i].def : 0;
+}
+
+/* Sets a param by value, or a CHOICE param by its option's name (value < 0 then). */
+static bool set_param(fe_tstep *st, const char *name, const char *choice, double value) {
+    if (choice) {
+        char why[320];
+        if (fe_op_setting_value(st->op, &(fe_setting){.name = name, .choice = choice}, &value,
+                                why, sizeof why) != FE_OK)
+            return false;
+    }
+    int at = st->n_params;
+    for (int p = 0; p < st->n_params; p++)
+        if (strcmp(st->param_names[p], name) == 0) at = p;
+    if (at == FE_MAX_PARAMS) return false;
+    snprintf(st->param_names[at], sizeof st->param_names[at], "%s", name);
+    st->params[at] = (fe_setting){st->param_names[at], value};
+    if (at == st->n_params) st->n_params++;
+    return true;
+}
+
+static bool is_option(const fe_tstep *st, const char *name, const char *option) {
+    double v;
+    char why[320];
+    return fe_op_setting_value(st->op, &(fe_setting){.name = name, .choice = option}, &v, why,
+                               sizeof why) == FE_OK && param(st, name) == v;
+}
+
+/* How many live steps read buffer b (through any view), and which one last. */
+static int readers(const fe_trace *t, const bool *gone, int b, int *reader) {
+    int n = 0;
+    for (int s = 0; s < t->n_steps; s++) {
+        if (gone[s]) continue;
+        const fe_tstep *st = &t->steps[s];
+        bool reads = false;
+        for (int i = 0; i < st->op->n_operands; i++) {
+            if (st->op->operands[i].role != FE_IN || !st->operand[i]) continue;
+            const fe_view *v = fe_trace_view(t, (fe_h){st->operand[i]});
+            reads = reads || (v->kind == BUF_SCRATCH && v->buf == b);
+        }
+        if (reads) {
+            n++;
+            *reader = s;
+        }
+    }
+    return n;
+}
+
+static bool same_shape(const fe_view *a, const fe_view *b) {
+    if (a->rank != b->rank || a->dtype != b->dtype) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
+
+/* The producer of view id v (the live step whose output operand is v), or -1; an
+ * intermediate the fold may remove: scratch, read by `consumer` alone, and not kept past
+ * the call (an output or carried). */
+static int sole_producer(const fe_trace *t, const bool *gone, int v, int consumer) {
+    const fe_view *w = fe_trace_view(t, (fe_h){v});
+    if (!w || w->kind != BUF_SCRATCH || t->scratch[w->buf].last >= (1 << 30)) return -1;
+    int reader = -1;
+    if (readers(t, gone, w->buf, &reader) != 1 || reader != consumer) return -1;
+    for (int s = 0; s < consumer; s++) {
+        if (gone[s]) continue;
+        int o = first_output(t->steps[s].op);
+        if (o >= 0 && t->steps[s].operand[o] == v) return s;
+    }
+    return -1;
+}
+
+/* The consumer's output replaces the producer's; the consumer goes. */
+static void take_output(fe_trace *t, bool *gone, int producer, int consumer) {
+    fe_tstep *p = &t->steps[producer], *c = &t->steps[consumer];
+    p->operand[first_output(p->op)] = c->operand[first_output(c->op)];
+    gone[consumer] = true;
+}
+
+/* SiLU or ElementwiseAdd at c into its producer's epilogue. */
+static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+    fe_tstep *cs = &t->steps[c];
+    bool silu = strcmp(cs->op->name, "SiLU") == 0, add = strcmp(cs->op->name, "ElementwiseAdd") == 0;
+    if (!silu && !add) return false;
+    for (int side = 0; side < (add ? 2 : 1); side++) {
+        int p = sole_producer(t, gone, cs->operand[side], c);
+        if (p < 0) continue;
+        fe_tstep *ps = &t->steps[p];
+        bool gemm = strcmp(ps->op->name, "GEMM") == 0, gemv = strcmp(ps->op->name, "GEMV") == 0;
+        if (!gemm && !gemv) continue;
+        const fe_view *out = fe_trace_view(t, (fe_h){ps->operand[first_output(ps->op)]});
+        const fe_view *cout = fe_trace_view(t, (fe_h){cs->operand[first_output(cs->op)]});
+        if (!same_shape(out, cout)) continue;
+        int res = operand_named(ps->op, "residual");
+        if (silu) {
+            if (gemm ? !is_option(ps, "activation", "none") || (res >= 0 && ps->operand[res])
+                     : !is_option(ps, "epilogue", "none"))
+                continue;
+            if (!set_param(ps, gemm ? "activation" : "epilogue", "silu", 0)) continue;
+        } else {
+            const fe_view *r = fe_trace_view(t, (fe_h){cs->operand[1 - side]});
+            if (res < 0 || ps->operand[res] || !same_shape(r, out) || !fe_view_is_contiguous(r) ||
+                (gemv && !is_option(ps, "epilogue", "none")))
+                continue;
+            if (gemv && !set_param(ps, "epilogue", "residual", 0)) continue;
+            ps->operand[res] = cs->operand[1 - side];
+        }
+        take_output(t, gone, p, c);
+        *kind = FE_FOLD_EPILOGUE;
+        return true;
+    }
+    return false;
+}
+
+/* RMSNorm at c into the prologue of every GEMV reading it (each must be one that can). */
+static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+    fe_tstep *ns = &t->steps[c];
+    int wi = operand_named(ns->op, "weight");
+    if (strcmp(ns->op->name, "RMSNorm") != 0 || wi < 0 || !ns->operand[wi]) return false;
+    int out = ns->operand[first_output(ns->op)];
+    const fe_view *ov = fe_trace_view(t, (fe_h){out});
+    if (ov->kind != BUF_SCRATCH || t->scratch[ov->buf].last >= (1 << 30)) return false;
+    int n = 0;
+    for (int s = c + 1; s < t->n_steps; s++) {
+        if (gone[s]) continue;
+        const fe_tstep *st = &t->steps[s];
+        for (int i = 0; i < st->op->n_operands; i++) {
+            if (st->op->operands[i].role != FE_IN || !st->operand[i]) continue;
+            const fe_view *v = fe_trace_view(t, (fe_h){st->operand[i]});
+            if (v->kind != BUF_SCRATCH || v->buf != ov->buf) continue;
+            int x = operand_named(st->op, "x"), nw = operand_named(st->op, "norm_weight");
+            if (strcmp(st->op->name, "GEMV") != 0 || i != x || st->operand[i] != out ||
+                !is_option(st, "prologue", "none") || nw < 0)
+                return false;
+            n++;
+        }
+    }
+    if (n == 0) return false;
+    for (int s = c + 1; s < t->n_steps; s++) {
+        fe_tstep *st = &t->steps[s];
+        int x = operand_named(st->op, "x");
+        if (gone[s] || strcmp(st->op->name, "GEMV") != 0 || st->operand[x] != out) continue;
+        if (!set_param(st, "prologue", "rmsnorm", 0) || !set_param(st, "eps", NULL, param(ns, "eps")))
+            return false; /* no room for the params: leave the trace as the pass found it */
+        st->operand[x] = ns->operand[0];
+        st->operand[operand_named(st->op, "norm_weight")] = ns->operand[wi];
+    }
+    gone[c] = true;
+    *kind = FE_FOLD_PROLOGUE;
+    return true;
+}
+
+/* A Copy at c into a state, into the drain of its source's producer. */
+static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+    fe_tstep *cs = &t->steps[c];
+    if (strcmp(cs->op->name, "Copy") != 0) return false;
+    const fe_view *dst = fe_trace_view(t, (fe_h){cs->operand[first_output(cs->op)]});
+    if (dst->kind != BUF_STATE) return false;
+    int p = sole_producer(t, gone, cs->operand[0], c);
+    if (p < 0) return false;
+    fe_tstep *ps = &t->steps[p];
+    int o = first_output(ps->op);
+    const fe_view *src = fe_trace_view(t, (fe_h){ps->operand[o]});
+    if (!same_shape(src, dst) || (!ps->op->operands[o].strided && !fe_view_is_contiguous(dst)))
+        return false;
+    take_output(t, gone, p, c);
+    *kind = FE_FOLD_DRAIN;
+    return true;
+}
+
+/* Scratch lifetimes from the steps as they now are (outputs and carries keep theirs). */
+static void relive(fe_trace *t) {
+    for (int b = 0; b < t->n_scratch; b++)
+        if (t->scratch[b].last < (1 << 30)) t->scratch[b].first = t->scratch[b].last = -1;
+    for (int s = 0; s < t->n_steps; s++) {
+        const fe_tstep *st = &t->steps[s];
+        for (int i = 0; i < st->op->n_operands; i++) {
+            const fe_view *v = st->operand[i] ? fe_trace_view(t, (fe_h){st->operand[i]}) : NULL;
+            if (!v || v->kind != BUF_SCRATCH) continue;
+            fe_scratch_buf *b = &t->scratch[v->buf];
+            if (b->first < 0 || s < b->first) b->first = s;
+            if (b->last < s) b->last = s;
+        }
+    }
+    for (int b = 0; b < t->n_scratch; b++)
+        if (t->scratch[b].first < 0) { /* no step touches it now: nothing to place */
+            t->scratch[b].first = t->scratch[b].last = 0;
+            t->scratch[b].bytes = 0;
+        }
+}
+
+fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_FOLD_KINDS]) {
+    for (int k = 0; k < FE_FOLD_KINDS; k++) counts[k] = 0;
+    if (o->fold == FE_FOLD_NONE || t->n_steps == 0) return FE_OK;
+    if (o->fold == FE_FOLD_PRICED && !o->fold_price)
+        return fe_trace_fail(t, FE_E_INVALID, "fold = priced needs a price for each fold "
+                             "(fe_compile_options.fold_price, which the tuner gives); compile "
+                             "with fold = all or none");
+    bool *gone = fe_calloc((size_t)t->n_steps, sizeof *gone);
+    fe_tstep *saved = o->fold == FE_FOLD_PRICED ? fe_malloc((size_t)t->n_steps * sizeof *saved)
+                                                : fe_malloc(1);
+    if (!gone || !saved) {
+        fe_free(gone);
+        fe_free(saved);
+        return fe_trace_fail(t, FE_E_NOMEM, "out of memory folding");
+    }
+    for (bool again = true; again;) {
+        again = false;
+        for (int s = 0; s < t->n_steps; s++) {
+            if (gone[s]) continue;
+            if (o->fold == FE_FOLD_PRICED) memcpy(saved, t->steps, (size_t)t->n_steps * sizeof *saved);
+            fe_fold_kind kind;
+            bool done = fold_epilogue(t, gone, s, &kind) || fold_prologue(t, gone, s, &kind) ||
+                        fold_drain(t, gone, s, &kind);
+            if (!done) continue;
+            if (o->fold == FE_FOLD_PRICED &&
+                !o->fold_price(o->fold_user, kind, t->steps[s].label)) {
+                memcpy(t->steps, saved, (size_t)t->n_steps * sizeof *saved); /* not taken */
+                gone[s] = false;
+                continue;
+            }
+            counts[kind]++;
+            again = true;
+        }
+    }
+    int n = 0;
+    for (int s = 0; s < t->n_steps; s++)
+        if (!gone[s]) t->steps[n++] = t->steps[s];
+    t->n_steps = n;
+    fe_free(gone);
+    fe_free(saved);
+    relive(t);
+    return FE_OK;
+}

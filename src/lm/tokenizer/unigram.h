@@ -1,0 +1,26 @@
+/* lm/tokenizer/unigram.h: SentencePiece Unigram as llama.cpp's UGM tokenizer runs it (T5 and
+ * other encoders): the segmentation of each stretch whose pieces' scores sum highest (Viterbi
+ * over byte offsets at character boundaries), NORMAL pieces with their scores, USER_DEFINED ones
+ * with score 0; a character no piece starts with is the unknown token, scored min score - 10,
+ * and a run of them is one unknown token. Spaces are "▁" and the space prefix is as for
+ * SentencePiece BPE (spm.h). Not done: the precompiled normaliser (charsmap) a model may ship
+ * (the GGUF loader refuses a non-empty tokenizer.ggml.precompiled_charsmap). */
+#ifndef FE_LM_UNIGRAM_H
+#define FE_LM_UNIGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferrum/core.h"
+#include "lm/tokenizer/spm.h"
+
+struct fe_tokenizer;
+
+/* Encodes text[0..n) (raw) as spm.h's fe_spm_encode does, by Unigram; the scratch is shared
+ * with it. FE_E_NOMEM. */
+fe_status fe_unigram_encode(const struct fe_tokenizer *t, fe_spm_scratch *s, const char *text,
+                            size_t n, bool space_prefix, fe_spm_emit_fn emit, void *ctx,
+                            fe_error *err);
+
+#endif

@@ -1,0 +1,238 @@
+/* tune/narrow.c: joint narrowing over a cost table. The model of one call is
+ *   fused:     dispatch + sum over steps of (cost - dispatch) + (steps - 1) * barrier
+ *   each_step: sum over steps of cost (each step a dispatch of its own)
+ * where a step's cost is its design's figure at the setting chosen for its group (a design
+ * alone is timed as one dispatch, hence the dispatch taken off in a fused call). A group is
+ * what one profile entry covers: the designs of one op and shape key, which therefore take
+ * one setting together, chosen to minimise the sum of every call's modelled time over the
+ * group's steps. The default stays unless a setting beats it by more than half of both
+ * totals' p10..p90 ranges. Kinds turn decisions off for ablations: widths (WIDTH), designs
+ * (every other tunable), folds (none recorded yet). */
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "tune/cost_table.h"
+
+typedef struct group {
+    int design;           /* its first design (op and key) */
+    int n_steps;
+    int choice;           /* option index in the first design */
+    bool decided;         /* on reliable figures: another setting won, or the default's own
+                           * figures are reliable and some other setting could compete */
+    double def_ns, chosen_ns; /* the group's part of every call's time */
+} group;
+
+struct fe_narrowing {
+    const fe_cost_table *t; /* borrowed: lives as long as the narrowing is used */
+    group *groups;
+    int n_groups;
+    int *group_of;        /* per design */
+    double *predicted, *def;
+};
+
+fe_narrow_kinds fe_narrow_kinds_all(void) {
+    return (fe_narrow_kinds){.widths = true, .designs = true, .folds = true};
+}
+
+static bool same_key(const fe_table_design *a, const fe_table_design *b) {
+    if (strcmp(a->op, b->op) != 0 || a->n_when != b->n_when) return false;
+    for (int i = 0; i < a->n_when; i++) {
+        bool found = false;
+        for (int j = 0; j < b->n_when && !found; j++)
+            found = strcmp(a->when[i].name, b->when[j].name) == 0 &&
+                    a->when[i].value == b->when[j].value &&
+                    strcmp(a->when[i].choice, b->when[j].choice) == 0;
+        if (!found) return false;
+    }
+    return true;
+}
+
+static const fe_table_option *option_named(const fe_table_design *d, const char *setting) {
+    for (int i = 0; i < d->n_options; i++)
+        if (strcmp(d->options[i].setting, setting) == 0) return &d->options[i];
+    return NULL;
+}
+
+static bool allowed(const char *setting, fe_narrow_kinds k) {
+    if (strcmp(setting, "default") == 0) return true;
+    bool width = strncmp(setting, "WIDTH=", 6) == 0;
+    return width ? k.widths : k.designs;
+}
+
+/* A step's share of its call's modelled time at option o (a figure's field by `which`:
+ * 0 median, 1 p10, 2 p90). */
+static double step_ns(const fe_cost_table *t, const fe_table_call *c, const fe_table_option *o,
+                      int which) {
+    double v = which == 0 ? o->cost.median_ns : which == 1 ? o->cost.p10_ns : o->cost.p90_ns;
+    if (!c->each_step) v -= t->dispatch.median_ns;
+    return v > 0 ? v : 0;
+}
+
+/* The group's total at a setting over every call (all three fields); false when some design
+ * of the group lacks it as a reliable candidate. */
+static bool group_total(const fe_narrowing *n, int g, const char *setting, double tot[3],
+                        bool *reliable) {
+    const fe_cost_table *t = n->t;
+    tot[0] = tot[1] = tot[2] = 0;
+    *reliable = true;
+    for (int c = 0; c < t->n_calls; c++)
+        for (int s = 0; s < t->calls[c].n_steps; s++) {
+            int d = t->calls[c].steps[s].design;
+            if (n->group_of[d] != g) continue;
+            const fe_table_option *o = option_named(&t->designs[d], setting);
+            if (!o || o->verdict != FE_TUNE_CANDIDATE) return false;
+            if (!o->cost.reliable && strcmp(setting, "default") != 0) return false;
+            *reliable = *reliable && o->cost.reliable;
+            for (int w = 0; w < 3; w++) tot[w] += step_ns(t, &t->calls[c], o, w);
+        }
+    return true;
+}
+
+static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
+    const fe_table_design *first = &n->t->designs[n->groups[g].design];
+    double def[3], best[3];
+    bool def_reliable, reliable;
+    group_total(n, g, "default", def, &def_reliable);
+    int pick = 0, rivals = 0;
+    memcpy(best, def, sizeof best);
+    for (int i = 1; i < first->n_options; i++) {
+        double tot[3];
+        if (!allowed(first->options[i].setting, k) ||
+            !group_total(n, g, first->options[i].setting, tot, &reliable))
+            continue;
+        rivals++;
+        if (!(tot[0] < best[0])) continue;
+        pick = i;
+        memcpy(best, tot, sizeof best);
+    }
+    double margin = ((best[2] - best[1]) + (def[2] - def[1])) / 2;
+    if (pick != 0 && !(best[0] + margin < def[0])) {
+        pick = 0;
+        memcpy(best, def, sizeof best);
+    }
+    n->groups[g].choice = pick;
+    n->groups[g].decided = pick != 0 || (def_reliable && rivals > 0);
+    n->groups[g].def_ns = def[0];
+    n->groups[g].chosen_ns = best[0];
+}
+
+void fe_narrowing_destroy(fe_narrowing *n) {
+    if (!n) return;
+    fe_free(n->groups);
+    fe_free(n->group_of);
+    fe_free(n->predicted);
+    fe_free(n->def);
+    fe_free(n);
+}
+
+fe_status fe_narrow(const fe_cost_table *t, fe_narrow_kinds kinds, fe_narrowing **out,
+                    fe_error *err) {
+    *out = NULL;
+    fe_narrowing *n = fe_calloc(1, sizeof *n);
+    int nd = t->n_designs ? t->n_designs : 1, nc = t->n_calls ? t->n_calls : 1;
+    if (n) {
+        n->t = t;
+        n->groups = fe_calloc((size_t)nd, sizeof *n->groups);
+        n->group_of = fe_calloc((size_t)nd, sizeof *n->group_of);
+        n->predicted = fe_calloc((size_t)nc, sizeof *n->predicted);
+        n->def = fe_calloc((size_t)nc, sizeof *n->def);
+    }
+    if (!n || !n->groups || !n->group_of || !n->predicted || !n->def) {
+        fe_narrowing_destroy(n);
+        return fe_error_set(err, FE_E_NOMEM, "narrowing: out of memory");
+    }
+    for (int d = 0; d < t->n_designs; d++) {
+        int g = 0;
+        while (g < n->n_groups && !same_key(&t->designs[n->groups[g].design], &t->designs[d])) g++;
+        if (g == n->n_groups) n->groups[n->n_groups++].design = d;
+        n->group_of[d] = g;
+    }
+    for (int c = 0; c < t->n_calls; c++)
+        for (int s = 0; s < t->calls[c].n_steps; s++)
+            n->groups[n->group_of[t->calls[c].steps[s].design]].n_steps++;
+    for (int g = 0; g < n->n_groups; g++) choose(n, g, kinds);
+    for (int c = 0; c < t->n_calls; c++) {
+        const fe_table_call *call = &t->calls[c];
+        double base = call->each_step ? 0
+                    : t->dispatch.median_ns + (call->n_steps - 1) * t->barrier.median_ns;
+        n->predicted[c] = n->def[c] = base;
+        for (int s = 0; s < call->n_steps; s++) {
+            int d = call->steps[s].design;
+            const fe_table_design *des = &t->designs[d];
+            const group *g = &n->groups[n->group_of[d]];
+            const fe_table_option *chosen =
+                option_named(des, t->designs[g->design].options[g->choice].setting);
+            n->def[c] += step_ns(t, call, &des->options[0], 0);
+            n->predicted[c] += step_ns(t, call, chosen ? chosen : &des->options[0], 0);
+        }
+    }
+    *out = n;
+    return FE_OK;
+}
+
+double fe_narrowing_predicted_ns(const fe_narrowing *n, int c) {
+    return c >= 0 && c < n->t->n_calls ? n->predicted[c] : NAN;
+}
+double fe_narrowing_default_ns(const fe_narrowing *n, int c) {
+    return c >= 0 && c < n->t->n_calls ? n->def[c] : NAN;
+}
+int fe_narrowing_groups(const fe_narrowing *n) { return n->n_groups; }
+const char *fe_narrowing_choice(const fe_narrowing *n, int g) {
+    if (g < 0 || g >= n->n_groups) return NULL;
+    return n->t->designs[n->groups[g].design].options[n->groups[g].choice].setting;
+}
+
+int fe_narrowing_decided(const fe_narrowing *n) {
+    int k = 0;
+    for (int g = 0; g < n->n_groups; g++) k += n->groups[g].decided;
+    return k;
+}
+
+fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, fe_error *err) {
+    for (int g = 0; g < n->n_groups; g++) {
+        if (!n->groups[g].decided) continue; /* no reliable evidence either way: say nothing */
+        const fe_table_design *d = &n->t->designs[n->groups[g].design];
+        const fe_table_option *o = &d->options[n->groups[g].choice], *def = &d->options[0];
+        fe_setting when[FE_TABLE_MAX_WHEN], tun[FE_MAX_TUNABLES];
+        int nt = 0;
+        for (int i = 0; i < d->n_when; i++)
+            when[i] = (fe_setting){d->when[i].name, d->when[i].value,
+                                   d->when[i].choice[0] ? d->when[i].choice : NULL};
+        for (int i = 0; i < o->n_tunables; i++) {
+            bool differs = true;
+            for (int j = 0; j < def->n_tunables; j++)
+                if (strcmp(def->tunables[j], o->tunables[i]) == 0)
+                    differs = def->values[j] != o->values[i];
+            if (differs) tun[nt++] = (fe_setting){o->tunables[i], (double)o->values[i]};
+        }
+        char note[400];
+        snprintf(note, sizeof note, "ferrum tune %s: %s, %.2f us over %d steps (default %.2f us)",
+                 n->t->name, o->setting, n->groups[g].chosen_ns / 1e3, n->groups[g].n_steps,
+                 n->groups[g].def_ns / 1e3);
+        fe_status st = fe_profile_put(p, d->op, when, d->n_when, tun, nt, note, err);
+        if (st != FE_OK) return st;
+    }
+    return FE_OK;
+}
+
+void fe_narrowing_print(const fe_narrowing *n, FILE *f) {
+    const fe_cost_table *t = n->t;
+    fprintf(f, "  %-60s %5s %12s %12s  %s\n", "group (op and shape key)", "steps", "default us",
+            "chosen us", "choice");
+    for (int g = 0; g < n->n_groups; g++) {
+        const fe_table_design *d = &t->designs[n->groups[g].design];
+        char key[400];
+        size_t k = (size_t)snprintf(key, sizeof key, "%s", d->op);
+        for (int i = 0; i < d->n_when && k < sizeof key; i++)
+            k += d->when[i].choice[0]
+                 ? (size_t)snprintf(key + k, sizeof key - k, " %s=%s", d->when[i].name, d->when[i].choice)
+                 : (size_t)snprintf(key + k, sizeof key - k, " %s=%g", d->when[i].name, d->when[i].value);
+        if (strlen(key) > 60) memcpy(key + 57, "...", 4);
+        fprintf(f, "  %-60s %5d %12.1f %12.1f  %s%s\n", key, n->groups[g].n_steps,
+                n->groups[g].def_ns / 1e3, n->groups[g].chosen_ns / 1e3,
+                d->options[n->groups[g].choice].setting,
+                n->groups[g].decided ? "" : " (undecided: no reliable figure to compare)");
+    }
+}

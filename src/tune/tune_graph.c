@@ -1,0 +1,375 @@
+/* tune/tune_graph.c: a compiled graph's cost table. Each call (a version and its call
+ * points) is walked step by step through the graph's own view of its steps
+ * (graph/inspect.h): the step's operands, params and held tunables make a tune shape, its
+ * values at every call point the points it is priced at. Steps whose default design,
+ * operand shapes and values agree are one design of the table, searched once (every setting
+ * gated and priced as fe_tune_op does, costs through the cost cache); a design an earlier
+ * table holds under the same key, with reliable figures only, is taken from it. Then the
+ * dispatch and barrier probes. Progress: a bar on a terminal, else a line per design. */
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "graph/inspect.h"
+#include "tune/cost_table.h"
+
+enum { BARRIER_STEPS = 33, MAX_OUTPUTS = 16 };
+
+/* The key of a step's work: what the table's design key says (cost_table.h). */
+static uint64_t work_key(const fe_step_info *points, int n_points, uint64_t seed) {
+    fe_hasher h;
+    if (fe_hasher_init(&h) != 0) return 0;
+    const fe_step_info *s = &points[0];
+    fe_hasher_str(&h, fe_op_name(s->op));
+    fe_hasher_i64(&h, (int64_t)fe_kernel_design_key(s->kernel));
+    for (int i = 0; i < FE_MAX_OPERANDS; i++) {
+        fe_hasher_i64(&h, s->operands[i].rank);
+        fe_hasher_i64(&h, s->operands[i].dtype);
+        for (int d = 0; d < s->operands[i].rank; d++) {
+            fe_hasher_i64(&h, s->operands[i].shape[d]);
+            fe_hasher_i64(&h, s->operands[i].stride[d]);
+        }
+    }
+    for (int i = 0; i < s->n_params; i++) {
+        fe_hasher_str(&h, s->params[i].name);
+        fe_hasher_bytes(&h, &s->params[i].value, sizeof s->params[i].value);
+    }
+    for (int p = 0; p < n_points; p++)
+        for (int v = 0; v < FE_MAX_VALUES; v++) fe_hasher_i64(&h, points[p].values[v]);
+    fe_hasher_i64(&h, (int64_t)seed);
+    return fe_hasher_done(&h);
+}
+
+/* The design of the table made from a search's result. */
+static fe_status design_from(const fe_tune_result *r, const char *op, fe_table_design *d,
+                             fe_error *err) {
+    snprintf(d->op, sizeof d->op, "%s", op);
+    snprintf(d->shape, sizeof d->shape, "%s", r->shape);
+    for (char *p = d->shape; *p; p++)
+        if (*p == '\n') *p = ';';
+    for (int i = 0; i < r->n_when && d->n_when < FE_TABLE_MAX_WHEN; i++) {
+        fe_table_when *w = &d->when[d->n_when++];
+        snprintf(w->name, sizeof w->name, "%s", r->when[i].name);
+        w->value = r->when[i].value;
+        if (r->when[i].choice) snprintf(w->choice, sizeof w->choice, "%s", r->when[i].choice);
+    }
+    d->options = fe_calloc((size_t)r->n, sizeof *d->options);
+    if (!d->options) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    d->reused = true;
+    for (int i = 0; i < r->n; i++) {
+        const fe_tune_row *row = &r->rows[i];
+        fe_table_option *o = &d->options[d->n_options++];
+        snprintf(o->setting, sizeof o->setting, "%s", row->setting);
+        snprintf(o->reason, sizeof o->reason, "%s", row->reason);
+        o->verdict = row->verdict;
+        o->cost = row->cost;
+        if (row->verdict == FE_TUNE_CANDIDATE && !row->cached) d->reused = false;
+        if (row->verdict != FE_TUNE_CANDIDATE) continue;
+        for (int k = 0; k < r->op->n_tunables; k++)
+            if (r->op->tunables[k].design) {
+                snprintf(o->tunables[o->n_tunables], sizeof o->tunables[0], "%s",
+                         r->op->tunables[k].name);
+                o->values[o->n_tunables++] = r->tunables[i][k];
+            }
+    }
+    return FE_OK;
+}
+
+/* A design of `previous` under key, usable as it is: every candidate's figure reliable. */
+static const fe_table_design *reusable(const fe_cost_table *previous, uint64_t key) {
+    for (int i = 0; previous && i < previous->n_designs; i++) {
+        const fe_table_design *d = &previous->designs[i];
+        if (d->key != key) continue;
+        for (int k = 0; k < d->n_options; k++)
+            if (d->options[k].verdict == FE_TUNE_CANDIDATE && !d->options[k].cost.reliable)
+                return NULL;
+        return d;
+    }
+    return NULL;
+}
+
+static fe_status copy_design(const fe_table_design *from, fe_table_design *to, fe_error *err) {
+    *to = *from;
+    to->options = fe_malloc((size_t)from->n_options * sizeof *to->options);
+    if (!to->options) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    memcpy(to->options, from->options, (size_t)from->n_options * sizeof *to->options);
+    to->reused = true;
+    return FE_OK;
+}
+
+static void progress(FILE *f, int done, int total, const char *what) {
+    if (!f) return;
+    if (isatty(fileno(f))) {
+        char bar[31];
+        int fill = total ? 30 * done / total : 30;
+        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+        bar[30] = 0;
+        fprintf(f, "\r\033[Ktune [%s] %d/%d designs  %.60s", bar, done, total, what);
+        if (done == total) fputc('\n', f);
+    } else {
+        fprintf(f, "tune: design %d/%d %s\n", done, total, what);
+    }
+    fflush(f);
+}
+
+/* The step's shape for the search, its values at each point. */
+static void shape_of(const fe_step_info *pts, int n_points, fe_tune_shape *s) {
+    memset(s, 0, sizeof *s);
+    const fe_step_info *st = &pts[0];
+    s->op = st->op;
+    snprintf(s->case_name, sizeof s->case_name, "graph step %s", st->label);
+    s->c.name = s->case_name;
+    memcpy(s->desc, st->operands, sizeof s->desc);
+    for (int i = 0; i < st->n_params; i++) s->c.params[i] = st->params[i];
+    s->c.n_params = st->n_params;
+    for (int i = 0; i < st->n_held; i++) s->c.tunables[i] = st->held[i];
+    s->c.n_tunables = st->n_held;
+    s->ladder = -1;
+    for (int i = 0; i < FE_MAX_VALUES; i++) s->values[i] = -1;
+    s->n_points = n_points;
+    for (int p = 0; p < n_points; p++) memcpy(s->points[p], pts[p].values, sizeof s->points[p]);
+}
+
+static void empty_step(void *ctx, int ith, int nth) {
+    (void)ctx, (void)ith, (void)nth;
+}
+
+typedef struct empty_run {
+    fe_device *dev;
+    fe_step steps[BARRIER_STEPS];
+    int n;
+} empty_run;
+
+static void run_empty(void *ctx) {
+    empty_run *e = ctx;
+    fe_device_dispatch(e->dev, e->steps, e->n);
+}
+
+/* dispatch: one empty step at full width; barrier: each more step in the same dispatch */
+static void probe_overheads(fe_device *dev, const fe_tune_options *o, fe_cost_table *t) {
+    int width = fe_device_get_info(dev)->n_workers;
+    empty_run e = {.dev = dev};
+    for (int i = 0; i < BARRIER_STEPS; i++) e.steps[i] = (fe_step){.fn = empty_step, .width = width};
+    char why[200];
+    e.n = 1;
+    t->dispatch = fe_tune_probe(run_empty, &e, width, o, why, sizeof why);
+    e.n = BARRIER_STEPS;
+    fe_cost_figure many = fe_tune_probe(run_empty, &e, width, o, why, sizeof why);
+    double per = (many.median_ns - t->dispatch.median_ns) / (BARRIER_STEPS - 1);
+    t->barrier = (fe_cost_figure){
+        .median_ns = per > 0 ? per : 0,
+        .p10_ns = per > 0 ? per * many.p10_ns / (many.median_ns > 0 ? many.median_ns : 1) : 0,
+        .p90_ns = per > 0 ? per * many.p90_ns / (many.median_ns > 0 ? many.median_ns : 1) : 0,
+        .samples = many.samples, .reliable = many.reliable && t->dispatch.reliable};
+}
+
+static fe_status check_request(const fe_tune_graph_request *req, fe_error *err) {
+    if (!req || !req->graph || !req->name || !req->calls || req->n_calls < 1 || req->n_calls > 64)
+        return fe_error_set(err, FE_E_INVALID, "tune: a graph request needs a graph, a name "
+                            "and 1..64 calls");
+    if (strlen(req->name) >= FE_TABLE_NAME || strchr(req->name, '/'))
+        return fe_error_set(err, FE_E_INVALID, "tune: the table's name \"%s\" must be under "
+                            "%d characters without '/'", req->name, FE_TABLE_NAME);
+    for (int c = 0; c < req->n_calls; c++) {
+        const fe_tune_call *call = &req->calls[c];
+        if (call->n_points < 1 || call->n_points > FE_TUNE_MAX_CALL_POINTS ||
+            call->n_words < 0 || call->n_words > FE_TUNE_MAX_CALL_WORDS ||
+            (call->n_words && !call->words) || !call->name)
+            return fe_error_set(err, FE_E_INVALID, "tune: call %d needs a name, 1..%d points "
+                                "and 0..%d words a point", c, FE_TUNE_MAX_CALL_POINTS,
+                                FE_TUNE_MAX_CALL_WORDS);
+    }
+    return FE_OK;
+}
+
+/* Fills call c of t from the graph; new designs are appended with key only (searched later,
+ * index >= first_new). */
+static fe_status walk_call(const fe_tune_graph_request *req, int c, uint64_t seed,
+                           fe_cost_table *t, fe_step_info *pts, fe_error *err) {
+    const fe_tune_call *call = &req->calls[c];
+    int v;
+    if (fe_graph_version_index(req->graph, call->inputs, call->n_inputs, &v) != FE_OK)
+        return fe_error_set(err, FE_E_INVALID, "tune: %s", fe_graph_message(req->graph));
+    fe_table_call *tc = &t->calls[c];
+    snprintf(tc->name, sizeof tc->name, "%s", call->name);
+    tc->each_step = fe_graph_version_each_step(req->graph, v);
+    tc->n_steps = fe_graph_version_steps(req->graph, v);
+    tc->steps = fe_calloc((size_t)(tc->n_steps ? tc->n_steps : 1), sizeof *tc->steps);
+    if (!tc->steps) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    for (int s = 0; s < tc->n_steps; s++) {
+        for (int p = 0; p < call->n_points; p++) {
+            fe_status st = fe_graph_step_info(req->graph, v, s, call->words + p * call->n_words,
+                                              call->n_words, &pts[p], err);
+            if (st != FE_OK) return st;
+        }
+        snprintf(tc->steps[s].label, sizeof tc->steps[s].label, "%s", pts[0].label);
+        uint64_t key = work_key(pts, call->n_points, seed);
+        int d = 0;
+        while (d < t->n_designs && t->designs[d].key != key) d++;
+        if (d == t->n_designs) {
+            fe_table_design *nd = fe_cost_table_add_design(t);
+            if (!nd) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+            nd->key = key;
+            snprintf(nd->op, sizeof nd->op, "%s", fe_op_name(pts[0].op));
+            snprintf(nd->shape, sizeof nd->shape, "%s", pts[0].label);
+        }
+        tc->steps[s].design = d;
+    }
+    return FE_OK;
+}
+
+/* The first step of call c using design d, at every point. */
+static fe_status find_step(const fe_tune_graph_request *req, const fe_cost_table *t, int d,
+                           fe_step_info *pts, int *n_points, fe_error *err) {
+    for (int c = 0; c < t->n_calls; c++)
+        for (int s = 0; s < t->calls[c].n_steps; s++) {
+            if (t->calls[c].steps[s].design != d) continue;
+            const fe_tune_call *call = &req->calls[c];
+            int v;
+            if (fe_graph_version_index(req->graph, call->inputs, call->n_inputs, &v) != FE_OK)
+                return fe_error_set(err, FE_E_INVALID, "tune: %s", fe_graph_message(req->graph));
+            for (int p = 0; p < call->n_points; p++) {
+                fe_status st = fe_graph_step_info(req->graph, v, s, call->words + p * call->n_words,
+                                                  call->n_words, &pts[p], err);
+                if (st != FE_OK) return st;
+            }
+            *n_points = call->n_points;
+            return FE_OK;
+        }
+    return fe_error_set(err, FE_E_INVALID, "tune: design %d has no step", d);
+}
+
+fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
+                        const fe_tune_options *opts, const fe_cost_table *previous,
+                        fe_cost_table **out, fe_error *err) {
+    *out = NULL;
+    fe_status st = check_request(req, err);
+    if (st != FE_OK) return st;
+    fe_tune_options o = opts ? *opts : fe_tune_options_default();
+    FILE *bar = o.progress;
+    o.progress = NULL; /* the bar, not fe_tune_op's line per setting */
+    fe_cost_table *t;
+    if ((st = fe_cost_table_create(&t, err)) != FE_OK) return st;
+    fe_cost_cache *cache = NULL;
+    fe_tune_result *r = fe_calloc(1, sizeof *r);
+    fe_step_info *pts = fe_calloc(FE_TUNE_MAX_CALL_POINTS, sizeof *pts);
+    fe_tune_shape *shape = fe_calloc(1, sizeof *shape);
+    t->calls = fe_calloc((size_t)req->n_calls, sizeof *t->calls);
+    if (!r || !pts || !shape || !t->calls) {
+        st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+        goto done;
+    }
+    snprintf(t->name, sizeof t->name, "%s", req->name);
+    fe_tune_device_id(dev, t->device);
+    for (int c = 0; st == FE_OK && c < req->n_calls; c++) {
+        st = walk_call(req, c, o.seed, t, pts, err);
+        t->n_calls++;
+    }
+    if (st == FE_OK) {
+        snprintf(t->packaging, sizeof t->packaging, "%s", t->calls[0].each_step ? "each_step" : "fused");
+        st = fe_cost_cache_open(dev, o.cache_root, &cache, err);
+    }
+    for (int d = 0; st == FE_OK && d < t->n_designs; d++) {
+        fe_table_design *des = &t->designs[d];
+        progress(bar, d, t->n_designs, des->shape);
+        const fe_table_design *prev = o.remeasure ? NULL : reusable(previous, des->key);
+        if (prev) {
+            st = copy_design(prev, des, err);
+            continue;
+        }
+        int n_points = 0;
+        st = find_step(req, t, d, pts, &n_points, err);
+        if (st != FE_OK) break;
+        shape_of(pts, n_points, shape);
+        memset(r, 0, sizeof *r);
+        uint64_t key = des->key;
+        char label[64];
+        snprintf(label, sizeof label, "%s", pts[0].label);
+        st = fe_tune_shape_search(dev, shape, &o, cache, r, err);
+        if (st != FE_OK) {
+            fe_error inner = *err;
+            st = fe_error_set(err, st, "tune: step %s: %s", label, inner.message);
+            break;
+        }
+        memset(des, 0, sizeof *des);
+        des->key = key;
+        st = design_from(r, fe_op_name(pts[0].op), des, err);
+    }
+    if (st == FE_OK) {
+        progress(bar, t->n_designs, t->n_designs, "dispatch and barrier probes");
+        probe_overheads(dev, &o, t);
+    }
+done:
+    fe_cost_cache_close(cache);
+    fe_free(r);
+    fe_free(pts);
+    fe_free(shape);
+    if (st != FE_OK) {
+        fe_cost_table_destroy(t);
+        return st;
+    }
+    *out = t;
+    return FE_OK;
+}
+
+/* ---- the calls as they run ---- */
+
+typedef struct call_run {
+    fe_graph *g;
+    const fe_tune_call *call;
+    int point;
+    fe_status st;
+} call_run;
+
+static void run_call(void *ctx) {
+    call_run *c = ctx;
+    fe_tensor outs[MAX_OUTPUTS];
+    int n = 0;
+    fe_status st = fe_graph_call(c->g, c->call->inputs, c->call->n_inputs,
+                                 c->call->words + c->point * c->call->n_words, c->call->n_words,
+                                 outs, MAX_OUTPUTS, &n);
+    if (c->st == FE_OK) c->st = st;
+}
+
+fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
+                                const fe_tune_options *opts, fe_cost_table *t,
+                                fe_cost_figure *measured, fe_error *err) {
+    fe_status st = check_request(req, err);
+    if (st != FE_OK) return st;
+    fe_tune_options o = opts ? *opts : fe_tune_options_default();
+    int width = fe_device_get_info(dev)->n_workers;
+    for (int c = 0; c < req->n_calls; c++) {
+        const fe_tune_call *call = &req->calls[c];
+        fe_cost_figure sum = {.reliable = true};
+        for (int p = 0; p < call->n_points; p++) {
+            if (o.progress) {
+                fprintf(o.progress, "tune: measuring the %s (point %d/%d:", call->name, p + 1,
+                        call->n_points);
+                for (int w = 0; w < call->n_words; w++)
+                    fprintf(o.progress, " %s=%lld", call->words[p * call->n_words + w].name,
+                            (long long)call->words[p * call->n_words + w].value);
+                fprintf(o.progress, ")\n");
+            }
+            call_run run = {req->graph, call, p, FE_OK};
+            char why[200];
+            fe_cost_figure f = fe_tune_probe(run_call, &run, width, &o, why, sizeof why);
+            if (run.st != FE_OK)
+                return fe_error_set(err, run.st, "tune: calling %s: %s", call->name,
+                                    fe_graph_message(req->graph));
+            sum.median_ns += f.median_ns / call->n_points;
+            sum.p10_ns += f.p10_ns / call->n_points;
+            sum.p90_ns += f.p90_ns / call->n_points;
+            sum.samples += f.samples;
+            sum.reliable = sum.reliable && f.reliable;
+        }
+        measured[c] = sum;
+        if (t && c < t->n_calls) {
+            t->calls[c].measured = sum;
+            t->calls[c].has_measured = true;
+        }
+    }
+    return FE_OK;
+}
