@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "lm/model/blocks.h"
 #include "lm/model/causal.h" /* its dot-product choices (fe_causal_options) */
 #include "lm/model/rope_table.h"
 
@@ -45,72 +46,29 @@ int64_t fe_batch_reusable(const fe_batch *b, int slot, const int32_t *tokens, in
 }
 int64_t fe_batch_max_seq_len(const fe_batch *b) { return b->o.max_seq_len; }
 
-/* ---- the body: causal.c's helpers, GEMM forms only (plus the head's GEMV) ---- */
+/* ---- the body, from lm/model/blocks.h: GEMM forms (the mode's decode is off), and the
+ * GEMVs of layer_gemv named as blocks ---- */
 
-typedef struct { bool act_bf16, act_int8; double eps; } mm_mode;
-
-static fe_h rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps) {
-    fe_h in[2] = {x, w};
-    fe_setting e = {"eps", eps};
-    return fe_apply(t, "RMSNorm", in, 2, &e, 1, NULL, 0);
+static fe_h lw(fe_trace *t, int64_t l, const char *name) {
+    return fe_block_layer_weight(t, l, name);
 }
 
-static fe_h layer_weight(fe_trace *t, int64_t l, const char *name) {
-    char path[64];
-    snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
-    return fe_weight(t, path);
+/* y = a W^T, a GEMM over the rows */
+static fe_h project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h a, fe_h w) {
+    return fe_block_project(t, mm, dst, fe_block_plain(a), w);
 }
 
-static bool int8_for(fe_trace *t, mm_mode mm, fe_h w) {
-    fe_dtype wdt = fe_dtype_of(t, w);
-    return mm.act_int8 && (wdt == FE_DTYPE_Q8_0 || wdt == FE_DTYPE_Q4_0 || wdt == FE_DTYPE_Q4_1);
-}
-
-/* C = epilogue(A B^T), as causal.c's gemm() */
-static fe_h gemm(fe_trace *t, mm_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
-    fe_setting s[2] = {{mm.act_bf16 ? "act_bf16" : "act_int8", 1}};
-    int n = mm.act_bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
-    if (extra) s[n++] = *extra;
-    if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
-    return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
-}
-
-static fe_h project(fe_trace *t, mm_mode mm, fe_h dst, fe_h a, fe_h w) {
-    fe_h in[2] = {a, w};
-    return gemm(t, mm, dst, in, 2, NULL);
-}
-
-static fe_h project_add(fe_trace *t, mm_mode mm, fe_h o, fe_h w, fe_h x) {
-    fe_h in[4] = {o, w, FE_NO_TENSOR, x};
-    return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
-}
-
-static fe_h gated(fe_trace *t, mm_mode mm, fe_h a, fe_h wg, fe_h wu) {
-    fe_setting silu = FE_CHOICE("activation", "silu");
-    fe_h gin[2] = {a, wg}, uin[2] = {a, wu};
-    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
-    fe_h in[2] = {g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL)};
-    return fe_apply(t, "ElementwiseMul", in, 2, NULL, 0, NULL, 0);
-}
-
-/* y = epilogue(W a) for every row of a decode step (causal.c's gemv()): a normalised in
- * the GEMV's prologue when norm is a tensor, int8 activations where int8_for */
-static fe_h gemv(fe_trace *t, mm_mode mm, fe_h w, fe_h x, fe_h norm, fe_h up, fe_h res,
-                 const char *epi) {
-    fe_h in[5] = {w, x, up, res, norm};
-    fe_setting s[4] = {FE_CHOICE("epilogue", epi), {"act_int8", 1}, FE_CHOICE("prologue", "rmsnorm"),
-                       {"eps", mm.eps}};
-    int n_in = norm.id ? 5 : res.id ? 4 : up.id ? 3 : 2, n = 1;
-    if (int8_for(t, mm, w)) s[n++] = s[1];
-    if (norm.id) s[n++] = s[2], s[n++] = s[3];
-    return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
+/* y = epilogue(W x) over the rows, x normalised in the prologue when norm is a tensor */
+static fe_h gemv(fe_trace *t, fe_block_mode mm, fe_h w, fe_h x, fe_h norm, fe_h up, fe_h res,
+                 const char *epilogue) {
+    return fe_block_gemv(t, mm, FE_NO_TENSOR, w, (fe_block_act){x, norm}, up, res, epilogue);
 }
 
 /* The feed-forward half of a layer over every row, and the residual. */
-static fe_h ffn(fe_trace *t, mm_mode mm, int64_t l, fe_h x) {
-    fe_h h = rmsnorm(t, x, layer_weight(t, l, "ffn_norm"), mm.eps);
-    fe_h a = gated(t, mm, h, layer_weight(t, l, "w_gate"), layer_weight(t, l, "w_up"));
-    return project_add(t, mm, a, layer_weight(t, l, "w_down"), x);
+static fe_h ffn(fe_trace *t, fe_block_mode mm, int64_t l, fe_h x) {
+    fe_h h = fe_block_rmsnorm(t, x, lw(t, l, "ffn_norm"), mm.eps);
+    fe_h a = fe_block_gated(t, mm, fe_block_plain(h), lw(t, l, "w_gate"), lw(t, l, "w_up"));
+    return fe_block_project_add(t, mm, a, lw(t, l, "w_down"), x);
 }
 
 /* Slot `slot`'s cache of layer l (K or V): (max_seq_len, n_kv_heads, head_dim). */
@@ -127,7 +85,8 @@ static fe_h slot_cache(fe_trace *t, const fe_batch *b, int64_t l, const char *kv
 static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t hd = c->head_dim, C = b->o.chunk;
-    mm_mode mm = {b->prefill_bf16, b->prefill_int8, c->rms_eps};
+    fe_block_mode mm = {.act_bf16 = b->prefill_bf16, .act_int8 = b->prefill_int8,
+                        .eps = c->rms_eps};
     fe_val slot = fe_scratchpad(t, "slot"), pos = fe_scratchpad(t, "position");
     fe_val n = fe_scratchpad(t, "n"), end = fe_val_sum(t, pos, n);
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_bound(t, fe_input(t, "tokens"), 0, n));
@@ -136,12 +95,12 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     fe_value_set at = {"pos", pos};
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd};
     for (int64_t l = 0; l < c->n_layers; l++) {
-        fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), mm.eps);
-        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
-        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
+        fe_h h = fe_block_rmsnorm(t, x, lw(t, l, "attn_norm"), mm.eps);
+        fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wq")), 3, qs);
+        fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wk")), 3, ks);
         fe_h kc = slot_cache(t, b, l, "k", slot), vc = slot_cache(t, b, l, "v", slot);
         int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
-        project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h, layer_weight(t, l, "wv"));
+        project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h, lw(t, l, "wv"));
         fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
         q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
         fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
@@ -149,18 +108,14 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
         fe_value_set off = {"q_offset", pos};
         fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
         int64_t flat[2] = {C, c->n_heads * hd};
-        x = project_add(t, mm, fe_reshape(t, att, 2, flat), layer_weight(t, l, "wo"), x);
+        x = fe_block_project_add(t, mm, fe_reshape(t, att, 2, flat), lw(t, l, "wo"), x);
         x = ffn(t, mm, l, x);
     }
     /* the last row alone goes to the head, through causal.c's GEMV (same settings) */
     fe_h last = fe_window(t, x, 0, fe_val_add(n, -1), 1, fe_const(1));
-    fe_h xn = rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
-    fe_h in[2] = {fe_weight(t, "lm_head"), xn};
-    fe_setting s = {"act_int8", 1};
-    bool int8 = int8_for(t, mm, in[0]);
-    fe_setting epi = FE_CHOICE("epilogue", "none");
-    fe_setting set[2] = {epi, s};
-    fe_output(t, fe_apply(t, "GEMV", in, 2, set, int8 ? 2 : 1, NULL, 0));
+    fe_h xn = fe_block_rmsnorm(t, last, fe_weight(t, "norm"), c->rms_eps);
+    fe_h none = FE_NO_TENSOR;
+    fe_output(t, gemv(t, mm, fe_weight(t, "lm_head"), xn, none, none, none, "none"));
     return fe_trace_status(t);
 }
 
@@ -194,32 +149,32 @@ static void attend_rows(fe_trace *t, const rows_ctx *rc, int64_t l, fe_h q, fe_h
 
 /* One layer over B rows as causal.c's decode step does it: GEMVs with the RMSNorm prologue
  * and the epilogues folded in. Per row the same arithmetic as a decode step of one row. */
-static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, mm_mode mm, int64_t l, fe_h x) {
+static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, fe_block_mode mm, int64_t l, fe_h x) {
     const fe_lm_config *c = &rc->b->w->cfg;
     int64_t B = rc->B, hd = c->head_dim;
     int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
-    fe_h none = FE_NO_TENSOR, an = layer_weight(t, l, "attn_norm");
-    fe_h q = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wq"), x, an, none, none, "none"), 3, qs);
-    fe_h k = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wk"), x, an, none, none, "none"), 3, ks);
-    fe_h v = fe_reshape(t, gemv(t, mm, layer_weight(t, l, "wv"), x, an, none, none, "none"), 3, ks);
+    fe_h none = FE_NO_TENSOR, an = lw(t, l, "attn_norm");
+    fe_h q = fe_reshape(t, gemv(t, mm, lw(t, l, "wq"), x, an, none, none, "none"), 3, qs);
+    fe_h k = fe_reshape(t, gemv(t, mm, lw(t, l, "wk"), x, an, none, none, "none"), 3, ks);
+    fe_h v = fe_reshape(t, gemv(t, mm, lw(t, l, "wv"), x, an, none, none, "none"), 3, ks);
     attend_rows(t, rc, l, q, k, v);
-    x = gemv(t, mm, layer_weight(t, l, "wo"), fe_reshape(t, rc->att, 2, flat), none, none, x, "residual");
-    fe_h fn = layer_weight(t, l, "ffn_norm");
-    fe_h a = gemv(t, mm, layer_weight(t, l, "w_gate"), x, fn, layer_weight(t, l, "w_up"), none, "swiglu");
-    return gemv(t, mm, layer_weight(t, l, "w_down"), a, none, none, x, "residual");
+    x = gemv(t, mm, lw(t, l, "wo"), fe_reshape(t, rc->att, 2, flat), none, none, x, "residual");
+    fe_h fn = lw(t, l, "ffn_norm");
+    fe_h a = gemv(t, mm, lw(t, l, "w_gate"), x, fn, lw(t, l, "w_up"), none, "swiglu");
+    return gemv(t, mm, lw(t, l, "w_down"), a, none, none, x, "residual");
 }
 
 /* One layer over B rows as a prefill chunk does it: RMSNorm, then GEMMs over the rows. */
-static fe_h layer_gemm(fe_trace *t, const rows_ctx *rc, mm_mode mm, int64_t l, fe_h x) {
+static fe_h layer_gemm(fe_trace *t, const rows_ctx *rc, fe_block_mode mm, int64_t l, fe_h x) {
     const fe_lm_config *c = &rc->b->w->cfg;
     int64_t B = rc->B, hd = c->head_dim;
     int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
-    fe_h h = rmsnorm(t, x, layer_weight(t, l, "attn_norm"), mm.eps);
-    fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wq")), 3, qs);
-    fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wk")), 3, ks);
-    fe_h v = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, layer_weight(t, l, "wv")), 3, ks);
+    fe_h h = fe_block_rmsnorm(t, x, lw(t, l, "attn_norm"), mm.eps);
+    fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wq")), 3, qs);
+    fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wk")), 3, ks);
+    fe_h v = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wv")), 3, ks);
     attend_rows(t, rc, l, q, k, v);
-    x = project_add(t, mm, fe_reshape(t, rc->att, 2, flat), layer_weight(t, l, "wo"), x);
+    x = fe_block_project_add(t, mm, fe_reshape(t, rc->att, 2, flat), lw(t, l, "wo"), x);
     return ffn(t, mm, l, x);
 }
 
@@ -236,7 +191,7 @@ static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     rows_ctx rc = {.b = b, .B = shape[0], .rope = fe_weight(t, "rope"),
                    .form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half")};
     for (int r = 0; r < rc.B; r++) {
-        char name[16];
+        char name[24]; /* "slot" or "pos" and an int */
         snprintf(name, sizeof name, "slot%d", r);
         rc.slot[r] = fe_scratchpad(t, name);
         snprintf(name, sizeof name, "pos%d", r);
@@ -246,15 +201,16 @@ static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     char att_name[48];
     snprintf(att_name, sizeof att_name, "attention_rows_%lld", (long long)rc.B);
     rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
-    mm_mode mm = {false, b->decode_int8, c->rms_eps};
+    fe_block_mode mm = {.act_int8 = b->decode_int8, .eps = c->rms_eps};
     bool by_gemv = rc.B <= FE_BATCH_GEMV_ROWS;
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_input(t, "rows")); /* (B, hidden) */
     for (int64_t l = 0; l < c->n_layers; l++)
         x = by_gemv ? layer_gemv(t, &rc, mm, l, x) : layer_gemm(t, &rc, mm, l, x);
-    fe_h xn = rmsnorm(t, x, fe_weight(t, "norm"), c->rms_eps);
+    fe_h xn = fe_block_rmsnorm(t, x, fe_weight(t, "norm"), c->rms_eps);
     fe_h none = FE_NO_TENSOR;
-    fe_output(t, by_gemv ? gemv(t, mm, fe_weight(t, "lm_head"), xn, none, none, none, "none")
-                         : project(t, mm, FE_NO_TENSOR, xn, fe_weight(t, "lm_head"))); /* (B, vocab) */
+    fe_h head = fe_weight(t, "lm_head");
+    fe_output(t, by_gemv ? gemv(t, mm, head, xn, none, none, none, "none")
+                         : project(t, mm, FE_NO_TENSOR, xn, head)); /* (B, vocab) */
     return fe_trace_status(t);
 }
 
