@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "ferrum/lm.h"
 #include "lm/eval/embedgemma_oracle.h"
 #include "lm/model/gemma3_encoder.h"
 #include "support/testing.h"
@@ -239,6 +240,102 @@ static void bad_calls_are_refused_by_name(void **state) {
     fe_embedgemma_free(&m);
 }
 
+/* A Gemma-style tokenizer.json for the tiny vocabulary of 300: <pad> <eos> <bos> <unk>, the
+ * 256 byte tokens, "▁", a..z and 13 merged pieces; spaces replaced by "▁", no prefix;
+ * <bos> $A <eos> */
+#define SP "\xe2\x96\x81"
+static void write_tokenizer(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 0, \"content\": \"<pad>\", \"special\": true},"
+               "{\"id\": 1, \"content\": \"<eos>\", \"special\": true}, {\"id\": 2, \"content\": \"<bos>\", \"special\": true}],\n"
+               "\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"" SP "\"},\n"
+               "\"pre_tokenizer\": null,\n"
+               "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}},"
+               " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"<eos>\", \"type_id\": 0}}],"
+               " \"special_tokens\": {\"<bos>\": {\"id\": \"<bos>\", \"ids\": [2]}, \"<eos>\": {\"id\": \"<eos>\", \"ids\": [1]}}},\n"
+               "\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"unk_token\": \"<unk>\", \"vocab\": {"
+               "\"<pad>\": 0, \"<eos>\": 1, \"<bos>\": 2, \"<unk>\": 3");
+    for (int b = 0; b < 256; b++) fprintf(f, ", \"<0x%02X>\": %d", b, 4 + b);
+    fprintf(f, ", \"" SP "\": 260");
+    for (int c = 0; c < 26; c++) fprintf(f, ", \"%c\": %d", 'a' + c, 261 + c);
+    static const char *const merged[13][2] = {{SP, "t"}, {"h", "e"}, {SP "t", "he"}, {SP, "a"},
+                                              {"i", "n"}, {"e", "r"}, {"a", "n"}, {SP, "s"},
+                                              {SP, "w"}, {"o", "n"}, {"a", "t"}, {"e", "n"}, {"r", "e"}};
+    for (int i = 0; i < 13; i++) fprintf(f, ", \"%s%s\": %d", merged[i][0], merged[i][1], 287 + i);
+    fprintf(f, "}, \"merges\": [");
+    for (int i = 0; i < 13; i++) fprintf(f, "%s\"%s %s\"", i ? ", " : "", merged[i][0], merged[i][1]);
+    fprintf(f, "]}}\n");
+    assert_int_equal(fclose(f), 0);
+}
+
+static void the_public_api_embeds_a_folder_as_the_oracle_does(void **state) {
+    (void)state;
+    fe_embedgemma m, back;
+    random_model("embeddinggemma-tiny", &m, 21);
+    char dir[64];
+    make_tmp(dir);
+    fe_error err = {0};
+    assert_int_equal(fe_embedgemma_write(&m, dir, &err), FE_OK);
+    write_tokenizer(dir);
+    fe_lm_encoder_options eo = fe_lm_encoder_options_default();
+    eo.device = test_dev;
+    eo.batch = 2;
+    fe_lm_encoder *enc = NULL;
+    if (fe_lm_encoder_open(dir, &eo, &enc, &err) != FE_OK) fail_msg("%s", err.message);
+    fe_lm_encoder_info info;
+    assert_int_equal(fe_lm_encoder_get_info(enc, &info), FE_OK);
+    assert_string_equal(info.architecture, "gemma3_text");
+    assert_int_equal(info.hidden, 64); /* 3_Dense's out features */
+    assert_true(info.normalize);
+    assert_int_equal(info.n_prompts, 2);
+    /* SentencePiece pieces by merge order, byte fallback, <bos> ... <eos> */
+    fe_lm_embed_options o = fe_lm_embed_options_default();
+    o.prompt_name = "";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(fe_lm_encoder_tokenize(enc, "a the\xc3\xa9", &o, &ids, &n), FE_OK);
+    int32_t want[] = {2, 261, 289, 4 + 0xC3, 4 + 0xA9, 1};
+    assert_int_equal(n, 6);
+    for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], want[i]);
+    fe_lm_free(ids);
+    /* three texts with the query prompt (two calls of the batch of 2), against the oracle */
+    const char *texts[3] = {"the cat sat on the mat", "a", "where is the station and when are we there"};
+    o.prompt_name = "query";
+    float out[3 * 64];
+    int64_t dim = 0;
+    if (fe_lm_embed(enc, texts, 3, &o, out, &dim, NULL) != FE_OK) fail_msg("%s", fe_lm_encoder_message(enc));
+    assert_int_equal(dim, 64);
+    if (fe_embedgemma_load(dir, &back, &err) != FE_OK) fail_msg("%s", err.message);
+    for (int t = 0; t < 3; t++) {
+        assert_int_equal(fe_lm_encoder_tokenize(enc, texts[t], &o, &ids, &n), FE_OK);
+        assert_true(n > 8); /* the prompt's pieces are there */
+        float *h = malloc(n * 64 * 4), ref[64];
+        assert_int_equal(fe_oracle_embedgemma_hidden(&back, ids, (int)n, h, &err), FE_OK);
+        assert_int_equal(fe_gemma3_encoder_embed(&back, h, (int64_t)n, 0, true, ref), FE_OK);
+        double cs = cosine(out + t * 64, ref, 64);
+        if (cs < 1 - 1e-6) fail_msg("text %d: cosine to the oracle %.9f", t, cs);
+        free(h);
+        fe_lm_free(ids);
+    }
+    /* other poolings are refused by name */
+    o.pooling = FE_LM_POOLING_CLS;
+    assert_int_equal(fe_lm_embed(enc, texts, 1, &o, out, &dim, NULL), FE_E_UNSUPPORTED);
+    assert_non_null(strstr(fe_lm_encoder_message(enc), "mean"));
+    fe_lm_encoder_close(enc);
+    fe_embedgemma_free(&back);
+    /* a folder without its tokenizer.json is refused by name */
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm '%s/tokenizer.json'", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(fe_lm_encoder_open(dir, &eo, &enc, &err), FE_E_NOTFOUND);
+    assert_non_null(strstr(err.message, "tokenizer.json"));
+    fe_embedgemma_free(&m);
+    remove_tree(dir);
+}
+
 static void the_real_shape_matches_the_oracle(void **state) {
     (void)state;
     if (!test_extensive()) skip();
@@ -266,6 +363,7 @@ int main(void) {
         cmocka_unit_test(a_written_folder_loads_back_to_the_same_embeddings),
         cmocka_unit_test(malformed_folders_are_refused_by_name),
         cmocka_unit_test(bad_calls_are_refused_by_name),
+        cmocka_unit_test(the_public_api_embeds_a_folder_as_the_oracle_does),
         cmocka_unit_test(the_real_shape_matches_the_oracle),
     };
     return cmocka_run_group_tests(tests, test_device_setup, test_device_teardown);
