@@ -3,7 +3,10 @@
  * sentences longer than the local window matches the oracle sentence by sentence; the Dense
  * head and L2; a folder written as sentence-transformers saves one loads back to the same
  * embeddings (HF norms as w, read as 1 + w); malformed folders (missing Dense, wrong shapes,
- * a causal config, a Dense with bias) are refused by name; the real shape (~300M parameters)
+ * a causal config, a Dense with bias) are refused by name; the public API (fe_lm_encoder) on a
+ * written folder matches the oracle and, on the tiny folder with a tokenizer.json made for
+ * Hugging Face's tokenizers, sentence-transformers' ids and embeddings
+ * (tests/fixtures/embedgemma_tiny_st.json, scripts/make-embedgemma-fixture.py); the real shape (~300M parameters)
  * against the oracle as an extensive case (FERRUM_EXTENSIVE=1). */
 #include <math.h>
 #include <setjmp.h>
@@ -19,7 +22,10 @@
 #include "ferrum/lm.h"
 #include "lm/eval/embedgemma_oracle.h"
 #include "lm/model/gemma3_encoder.h"
+#include <jansson.h>
+
 #include "support/testing.h"
+#include "support/tok_fixtures.h"
 
 static void random_model(const char *preset, fe_embedgemma *m, uint64_t seed) {
     fe_lm_config c;
@@ -336,6 +342,85 @@ static void the_public_api_embeds_a_folder_as_the_oracle_does(void **state) {
     remove_tree(dir);
 }
 
+/* the tiny folder the fixture was made from: preset embeddinggemma-tiny, seed 1, the fixture's
+ * tokenizer files; in $FERRUM_EMBEDGEMMA_FOLDER when set (kept, for the fixture's script) */
+static void write_fixture_folder(char *dir, size_t n, bool *keep) {
+    const char *want = getenv("FERRUM_EMBEDGEMMA_FOLDER");
+    *keep = want && *want;
+    if (*keep) snprintf(dir, n, "%s", want);
+    else make_tmp(dir);
+    fe_embedgemma m;
+    random_model("embeddinggemma-tiny", &m, 1);
+    fe_error err = {0};
+    if (fe_embedgemma_write(&m, dir, &err) != FE_OK) fail_msg("%s", err.message);
+    fe_embedgemma_free(&m);
+    static const char *const files[] = {"tokenizer.json", "tokenizer_config.json", "sentence_bert_config.json"};
+    for (int i = 0; i < 3; i++) {
+        char name[128], cmd[4400];
+        snprintf(name, sizeof name, "embedgemma_tiny/%s", files[i]);
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s/'", tokfix_path(name), dir);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
+static void the_tiny_folder_matches_sentence_transformers(void **state) {
+    (void)state;
+    char dir[1024];
+    bool keep;
+    write_fixture_folder(dir, sizeof dir, &keep);
+    size_t len;
+    char *text = tokfix_read_file(tokfix_path("embedgemma_tiny_st.json"), &len);
+    json_error_t je;
+    json_t *fx = json_loadb(text, len, 0, &je);
+    if (!fx) fail_msg("embedgemma_tiny_st.json: %s", je.text);
+    free(text);
+    /* transformers halves the window of 9 for bidirectional attention, as embedgemma.h says */
+    assert_int_equal(json_integer_value(json_object_get(fx, "sliding_window_after_load")), 9 / 2 + 1);
+    json_t *texts = json_object_get(fx, "texts"), *ids_want = json_object_get(fx, "ids");
+    json_t *embs = json_object_get(fx, "embeddings");
+    size_t n = json_array_size(texts);
+    assert_true(n >= 5 && json_array_size(ids_want) == n && json_array_size(embs) == n);
+    fe_lm_encoder_options eo = fe_lm_encoder_options_default();
+    eo.device = test_dev;
+    eo.batch = 4;
+    fe_lm_encoder *enc = NULL;
+    fe_error err = {0};
+    if (fe_lm_encoder_open(dir, &eo, &enc, &err) != FE_OK) fail_msg("%s", err.message);
+    fe_lm_embed_options o = fe_lm_embed_options_default();
+    o.prompt_name = json_string_value(json_object_get(fx, "prompt_name"));
+    const char **ts = calloc(n, sizeof *ts);
+    for (size_t i = 0; i < n; i++) ts[i] = json_string_value(json_array_get(texts, i));
+    for (size_t i = 0; i < n; i++) { /* ids identical to the Hugging Face tokenizer's */
+        int32_t *ids = NULL;
+        size_t k = 0;
+        assert_int_equal(fe_lm_encoder_tokenize(enc, ts[i], &o, &ids, &k), FE_OK);
+        json_t *w = json_array_get(ids_want, i);
+        if (k != json_array_size(w)) fail_msg("text %zu: %zu ids, Hugging Face %zu", i, k, json_array_size(w));
+        for (size_t j = 0; j < k; j++)
+            if (ids[j] != json_integer_value(json_array_get(w, j)))
+                fail_msg("text %zu: id %zu is %d, Hugging Face %lld", i, j, ids[j],
+                         (long long)json_integer_value(json_array_get(w, j)));
+        fe_lm_free(ids);
+    }
+    float *out = malloc(n * 64 * sizeof *out);
+    int64_t dim = 0;
+    if (fe_lm_embed(enc, ts, n, &o, out, &dim, NULL) != FE_OK) fail_msg("%s", fe_lm_encoder_message(enc));
+    assert_int_equal(dim, 64);
+    double worst = 1;
+    for (size_t i = 0; i < n; i++) {
+        float ref[64];
+        json_t *row = json_array_get(embs, i);
+        assert_int_equal(json_array_size(row), 64);
+        for (int j = 0; j < 64; j++) ref[j] = (float)json_real_value(json_array_get(row, (size_t)j));
+        worst = fmin(worst, cosine(out + i * 64, ref, 64));
+    }
+    if (worst < 0.99999) fail_msg("worst cosine to sentence-transformers %.9f", worst);
+    free(out), free(ts);
+    json_decref(fx);
+    fe_lm_encoder_close(enc);
+    if (!keep) remove_tree(dir);
+}
+
 static void the_real_shape_matches_the_oracle(void **state) {
     (void)state;
     if (!test_extensive()) skip();
@@ -364,6 +449,7 @@ int main(void) {
         cmocka_unit_test(malformed_folders_are_refused_by_name),
         cmocka_unit_test(bad_calls_are_refused_by_name),
         cmocka_unit_test(the_public_api_embeds_a_folder_as_the_oracle_does),
+        cmocka_unit_test(the_tiny_folder_matches_sentence_transformers),
         cmocka_unit_test(the_real_shape_matches_the_oracle),
     };
     return cmocka_run_group_tests(tests, test_device_setup, test_device_teardown);
