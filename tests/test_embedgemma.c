@@ -201,7 +201,11 @@ static void refused(const char *edit, fe_status want, const char *words) {
 static void malformed_folders_are_refused_by_name(void **state) {
     (void)state;
     refused("rm -r 3_Dense", FE_E_NOTFOUND, "3_Dense");
-    refused("rm 2_Dense/model.safetensors", FE_E_NOTFOUND, "");
+    refused("rm 2_Dense/model.safetensors", FE_E_NOTFOUND, "2_Dense/model.safetensors: no such file");
+    refused("mv 2_Dense/model.safetensors 2_Dense/pytorch_model.bin", FE_E_UNSUPPORTED, "pickle");
+    refused("rm model.safetensors", FE_E_NOTFOUND, "");
+    refused("printf '\\001\\000\\000\\000\\000\\000\\000\\000{' > 3_Dense/model.safetensors",
+            FE_E_FORMAT, "3_Dense");
     refused("sed -i 's/\"in_features\": 64/\"in_features\": 65/' 2_Dense/config.json", FE_E_SHAPE,
             "in_features");
     refused("sed -i 's/\"out_features\": 160/\"out_features\": 161/' 2_Dense/config.json",

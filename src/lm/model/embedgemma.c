@@ -383,14 +383,19 @@ static fe_status load_dense(fe_embedgemma *m, const char *dir, const char *sub, 
     if (st) return st;
     snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, sub);
     fe_safetensors *s = NULL;
-    st = fe_safetensors_open(path, &s, err);
-    if (st) {
-        snprintf(path, sizeof path, "%s/%s/pytorch_model.bin", dir, sub);
-        if (path_exists(path))
-            fe_error_set(err, FE_E_UNSUPPORTED, "%s: the Dense weights are a pickle; ferrum reads "
-                         "model.safetensors (save it again with safe_serialization)", path);
-        return st == FE_E_IO ? FE_E_NOTFOUND : st;
+    if (!path_exists(path)) {
+        char bin[4096];
+        snprintf(bin, sizeof bin, "%s/%s/pytorch_model.bin", dir, sub);
+        if (path_exists(bin))
+            return fe_error_set(err, FE_E_UNSUPPORTED, "%s: the Dense weights are a pickle; ferrum "
+                                "reads model.safetensors (save the model again with "
+                                "safe_serialization=True)", bin);
+        return fe_error_set(err, FE_E_NOTFOUND, "%s: no such file; modules.json lists the Dense "
+                            "module %s, whose weights it holds: copy the whole "
+                            "sentence-transformers folder", path, sub);
     }
+    st = fe_safetensors_open(path, &s, err);
+    if (st) return st;
     st = take(m, s, "linear.weight", fout, in, false, t, err);
     for (size_t i = 0; !st && i < fe_safetensors_count(s); i++)
         if (strcmp(fe_safetensors_at(s, i)->name, "linear.weight") != 0)
@@ -441,7 +446,6 @@ fe_status fe_embedgemma_load(const char *dir, fe_embedgemma *out, fe_error *err)
     out->layers = fe_calloc((size_t)out->cfg.n_layers, sizeof *out->layers);
     if (!out->layers) return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
     fe_safetensors *s = NULL;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     st = fe_safetensors_open(dir, &s, err);
     if (!st) st = load_body(out, s, err);
     fe_safetensors_close(s);
