@@ -222,6 +222,28 @@ static void malformed_folders_are_refused_by_name(void **state) {
     refused("sed -i 's/\"head_dim\": 16,//' config.json", FE_E_FORMAT, "head_dim");
 }
 
+/* transformers 5 saves RoPE bases as rope_parameters per layer type */
+static void rope_parameters_set_the_bases(void **state) {
+    (void)state;
+    static const char base[] =
+        "{\"model_type\": \"gemma3_text\", \"vocab_size\": 300, \"hidden_size\": 64, "
+        "\"num_hidden_layers\": 8, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+        "\"head_dim\": 16, \"intermediate_size\": 96, \"sliding_window\": 8, "
+        "\"use_bidirectional_attention\": true, \"rope_parameters\": %s}";
+    char text[1024];
+    fe_lm_config c;
+    int64_t w;
+    fe_error err = {0};
+    snprintf(text, sizeof text, base, "{\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 500000}, "
+             "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 20000}}");
+    if (fe_embedgemma_config_from_json(text, strlen(text), "t", &c, &w, &err)) fail_msg("%s", err.message);
+    assert_true(c.rope_theta == 500000 && c.rope_theta_local == 20000);
+    assert_int_equal(w, 5); /* 8 as transformers 5 saves the window of 9: the same radius */
+    snprintf(text, sizeof text, base, "{\"full_attention\": {\"rope_type\": \"linear\", \"rope_theta\": 1}}");
+    assert_int_equal(fe_embedgemma_config_from_json(text, strlen(text), "t", &c, &w, &err), FE_E_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "rope_type linear"));
+}
+
 static void bad_calls_are_refused_by_name(void **state) {
     (void)state;
     fe_embedgemma m;
@@ -451,6 +473,7 @@ int main(void) {
         cmocka_unit_test(the_local_window_changes_the_result),
         cmocka_unit_test(a_written_folder_loads_back_to_the_same_embeddings),
         cmocka_unit_test(malformed_folders_are_refused_by_name),
+        cmocka_unit_test(rope_parameters_set_the_bases),
         cmocka_unit_test(bad_calls_are_refused_by_name),
         cmocka_unit_test(the_public_api_embeds_a_folder_as_the_oracle_does),
         cmocka_unit_test(the_tiny_folder_matches_sentence_transformers),

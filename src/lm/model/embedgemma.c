@@ -102,6 +102,35 @@ static fe_status check_layer_types(json_t *r, const char *what, fe_lm_config *c,
     return FE_OK;
 }
 
+/* transformers 5's rope_parameters: {"full_attention": {"rope_type": "default", "rope_theta":
+ * ...}, "sliding_attention": {...}} (or one such entry for all layers); read over the older
+ * rope_theta and rope_local_base_freq */
+static fe_status rope_parameters(json_t *r, const char *what, fe_lm_config *c, fe_error *err) {
+    json_t *rp = json_object_get(r, "rope_parameters");
+    if (!rp || json_is_null(rp)) return FE_OK;
+    if (!json_is_object(rp))
+        return fe_error_set(err, FE_E_FORMAT, "%s: rope_parameters must be an object", what);
+    static const char *const kinds[2] = {"full_attention", "sliding_attention"};
+    double *theta[2] = {&c->rope_theta, &c->rope_theta_local};
+    bool single = json_object_get(rp, "rope_type") || json_object_get(rp, "rope_theta");
+    for (int i = 0; i < 2; i++) {
+        json_t *e = single ? rp : json_object_get(rp, kinds[i]);
+        if (!e) continue;
+        const char *type = json_string_value(json_object_get(e, "rope_type"));
+        json_t *t = json_object_get(e, "rope_theta");
+        if (type && strcmp(type, "default") != 0)
+            return fe_error_set(err, FE_E_UNSUPPORTED, "%s: rope_parameters%s%s has rope_type %s; "
+                                "ferrum's EmbeddingGemma runs default (unscaled) RoPE", what,
+                                single ? "" : ".", single ? "" : kinds[i], type);
+        if (t && !(json_is_number(t) && json_number_value(t) > 0))
+            return fe_error_set(err, FE_E_FORMAT, "%s: rope_parameters' rope_theta must be a "
+                                "number > 0", what);
+        if (t) *theta[i] = json_number_value(t);
+        if (single) break; /* one entry: the global layers' (the local keep rope_local_base_freq) */
+    }
+    return FE_OK;
+}
+
 fe_status fe_embedgemma_config_from_json(const char *text, size_t len, const char *what,
                                          fe_lm_config *out, int64_t *window, fe_error *err) {
     what = what ? what : "config.json";
@@ -152,6 +181,7 @@ fe_status fe_embedgemma_config_from_json(const char *text, size_t len, const cha
     if (!st) st = key_num(r, what, "rms_norm_eps", 1e-6, &c.rms_eps, err);
     if (!st) st = key_num(r, what, "rope_theta", 1e6, &c.rope_theta, err);
     if (!st) st = key_num(r, what, "rope_local_base_freq", 1e4, &c.rope_theta_local, err);
+    if (!st) st = rope_parameters(r, what, &c, err);
     if (!st) st = key_num(r, what, "query_pre_attn_scalar", (double)c.head_dim, &qpas, err);
     if (!st && !(qpas > 0))
         st = fe_error_set(err, FE_E_INVALID, "%s: query_pre_attn_scalar must be > 0", what);

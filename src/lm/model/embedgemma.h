@@ -43,7 +43,8 @@ bool fe_embedgemma_is_folder(const char *dir);
 
 /* From config.json text: the Gemma3TextModel keys (vocab_size, hidden_size,
  * num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, intermediate_size,
- * rms_norm_eps, rope_theta, rope_local_base_freq, sliding_window, query_pre_attn_scalar,
+ * rms_norm_eps, rope_theta, rope_local_base_freq (or transformers 5's rope_parameters per
+ * layer type, over them), sliding_window, query_pre_attn_scalar,
  * max_position_embeddings, layer_types or sliding_window_pattern, hidden_activation,
  * use_bidirectional_attention). FE_E_FORMAT naming a missing or mistyped key; FE_E_UNSUPPORTED
  * for hidden_activation other than gelu_pytorch_tanh, logit soft-capping, rope_scaling,

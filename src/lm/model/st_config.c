@@ -33,6 +33,17 @@ static fe_status read_pooling(const char *dir, const char *sub, fe_st_config *c,
     json_t *p;
     fe_status st = load(dir, name, &p, err);
     if (st != FE_OK || !p) return st;
+    json_t *mode = json_object_get(p, "pooling_mode"); /* sentence-transformers 6: one string */
+    if (json_is_string(mode)) {
+        const char *m = json_string_value(mode);
+        c->pooling = !strcmp(m, "mean") ? FE_POOLING_MEAN : !strcmp(m, "cls") ? FE_POOLING_CLS
+                     : FE_POOLING_LAST;
+        if (strcmp(m, "mean") && strcmp(m, "cls") && strcmp(m, "lasttoken") && strcmp(m, "last"))
+            st = fe_error_set(err, FE_E_UNSUPPORTED, "%s/%s: pooling_mode is %.40s; ferrum pools by "
+                              "mean, cls or lasttoken only", dir, name, m);
+        json_decref(p);
+        return st;
+    }
     static const char *const refused[] = {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
                                           "pooling_mode_weightedmean_tokens"};
     for (size_t i = 0; st == FE_OK && i < sizeof refused / sizeof refused[0]; i++)
