@@ -389,6 +389,8 @@ static void write_fixture_folder(char *dir, size_t n, bool *keep) {
     }
 }
 
+static void check_fixture(const char *dir, json_t *fx);
+
 static void the_tiny_folder_matches_sentence_transformers(void **state) {
     (void)state;
     char dir[1024];
@@ -402,6 +404,29 @@ static void the_tiny_folder_matches_sentence_transformers(void **state) {
     free(text);
     /* transformers halves the window of 9 for bidirectional attention, as embedgemma.h says */
     assert_int_equal(json_integer_value(json_object_get(fx, "sliding_window_after_load")), 9 / 2 + 1);
+    /* as written (sentence-transformers 5's layout), then as sentence-transformers 6 and
+     * transformers 5 save it again: rope_parameters, the window stored as 8, pooling_mode as
+     * a string, modules under sentence_transformers.base */
+    for (int variant = 0; variant < 2; variant++) {
+        if (variant == 1) {
+            char cmd[4400];
+            snprintf(cmd, sizeof cmd, "cd '%s' && sed -i 's/\"rope_theta\": 1000000, \"rope_local_base_freq\": "
+                     "10000,/\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1000000, \"rope_type\": "
+                     "\"default\"}, \"sliding_attention\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}},/; "
+                     "s/\"sliding_window\": 9/\"sliding_window\": 8/' config.json && grep -q rope_parameters "
+                     "config.json && echo '{\"embedding_dimension\": 64, \"pooling_mode\": \"mean\", "
+                     "\"include_prompt\": true}' > 1_Pooling/config.json && sed -i "
+                     "'s/sentence_transformers.models.Dense/sentence_transformers.base.modules.dense.Dense/' "
+                     "modules.json", dir);
+            assert_int_equal(system(cmd), 0);
+        }
+        check_fixture(dir, fx);
+    }
+    json_decref(fx);
+    if (!keep) remove_tree(dir);
+}
+
+static void check_fixture(const char *dir, json_t *fx) {
     json_t *texts = json_object_get(fx, "texts"), *ids_want = json_object_get(fx, "ids");
     json_t *embs = json_object_get(fx, "embeddings");
     size_t n = json_array_size(texts);
@@ -442,9 +467,7 @@ static void the_tiny_folder_matches_sentence_transformers(void **state) {
     }
     if (worst < 0.99999) fail_msg("worst cosine to sentence-transformers %.9f", worst);
     free(out), free(ts);
-    json_decref(fx);
     fe_lm_encoder_close(enc);
-    if (!keep) remove_tree(dir);
 }
 
 static void the_real_shape_matches_the_oracle(void **state) {
