@@ -219,6 +219,8 @@ static void malformed_folders_are_refused_by_name(void **state) {
     refused("sed -i 's/\"num_hidden_layers\": 8/\"num_hidden_layers\": 7/' config.json",
             FE_E_FORMAT, "layers.7");
     refused("sed -i 's/gemma3_text/bert/' config.json", FE_E_UNSUPPORTED, "model_type");
+    refused("sed -i 's/\"rope_scaling\": null/\"attention_bias\": true/' config.json", FE_E_UNSUPPORTED,
+            "attention_bias");
     refused("sed -i 's/\"head_dim\": 16,//' config.json", FE_E_FORMAT, "head_dim");
 }
 

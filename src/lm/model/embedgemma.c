@@ -162,6 +162,9 @@ fe_status fe_embedgemma_config_from_json(const char *text, size_t len, const cha
         st = fe_error_set(err, FE_E_UNSUPPORTED, "%s: rope_scaling is set; ferrum's EmbeddingGemma "
                           "runs unscaled RoPE (remove it or set it null)", what);
     }
+    if (!st && json_is_true(json_object_get(r, "attention_bias")))
+        st = fe_error_set(err, FE_E_UNSUPPORTED, "%s: attention_bias is true; Gemma 3's projections "
+                          "have no bias and ferrum runs them without", what);
     const char *const capping[] = {"attn_logit_softcapping", "final_logit_softcapping"};
     for (int i = 0; !st && i < 2; i++) {
         json_t *v = json_object_get(r, capping[i]);

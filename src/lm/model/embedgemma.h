@@ -73,9 +73,9 @@ fe_status fe_embedgemma_random(const fe_lm_config *cfg, int64_t window, int64_t 
 
 /* Writes m as sentence-transformers saves EmbeddingGemma into dir (created; its parent must
  * exist): the files fe_embedgemma_load reads, modules.json, 1_Pooling/config.json (mean),
- * config_sentence_transformers.json (the query/document prompts) and, when vocab allows, no
- * tokenizer (the caller adds one). Norms written back as w (HF's form). FE_E_IO naming the
- * path. */
+ * config_sentence_transformers.json (the query/document prompts) and 4_Normalize; no
+ * tokenizer (the caller adds one). All F32; norms written back as w (HF's form). FE_E_IO
+ * naming the path. */
 fe_status fe_embedgemma_write(const fe_embedgemma *m, const char *dir, fe_error *err);
 
 void fe_embedgemma_free(fe_embedgemma *m);
