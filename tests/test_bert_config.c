@@ -88,7 +88,13 @@ static void sentence_transformers_files_set_pooling_normalize_and_prompts(void *
     assert_string_equal(c.default_prompt, "query");
     assert_null(fe_st_config_prompt(&c, "passage"));
     fe_st_config_deinit(&c);
+    /* sentence-transformers 6 writes the pooling as one string */
+    put("1_Pooling/config.json", "{\"embedding_dimension\": 8, \"pooling_mode\": \"lasttoken\"}");
+    assert_int_equal(fe_st_config_read(dir, &c, &err), FE_OK);
+    assert_int_equal(c.pooling, FE_POOLING_LAST);
+    fe_st_config_deinit(&c);
     struct { const char *file, *text, *says; fe_status st; } bad[] = {
+        {"1_Pooling/config.json", "{\"pooling_mode\": \"max\"}", "pooling_mode is max", FE_E_UNSUPPORTED},
         {"1_Pooling/config.json", "{\"pooling_mode_max_tokens\": true}", "pooling_mode_max_tokens", FE_E_UNSUPPORTED},
         {"1_Pooling/config.json", "{\"pooling_mode_cls_token\": true, \"pooling_mode_mean_tokens\": true}", "2 pooling modes", FE_E_UNSUPPORTED},
         {"modules.json", "[{\"type\": \"sentence_transformers.models.Dense\", \"path\": \"2_Dense\"}]", "Dense", FE_E_UNSUPPORTED},

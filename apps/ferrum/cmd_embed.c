@@ -22,7 +22,10 @@ static const char synopsis[] =
     "prints one vector per text, in order: JSON ({\"model\", \"dim\", \"embeddings\": [[...],\n"
     "...]}) or a NumPy .npy array (float32, texts x dim). Texts longer than the model's\n"
     "maximum are cut there, as sentence-transformers cuts them. Vectors are written a batch\n"
-    "at a time; progress and a timing summary go to stderr.\n";
+    "at a time; progress and a timing summary go to stderr.\n"
+    "Encoders: BERT family (BERT, MiniLM; WordPiece) and EmbeddingGemma (config.json\n"
+    "model_type gemma3_text, Gemma's SentencePiece tokenizer.json, 2_Dense/ and 3_Dense/;\n"
+    "mean pooling; --prompt-name query or document).\n";
 
 enum { EMBED_MAX_TEXTS = 4096 };
 

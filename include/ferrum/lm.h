@@ -14,7 +14,7 @@
  * crashes. Strings and arrays the library allocates for the caller are released with
  * fe_lm_free.
  *
- * Known limits: Llama-family decoders only (BERT-family encoders through fe_lm_encoder, at
+ * Known limits: Llama-family decoders only (BERT-family and EmbeddingGemma encoders through fe_lm_encoder, at
  * the end of this file); byte-level BPE tokenizers only (WordPiece for encoders); chat templates
  * are recognised (ChatML, Llama 3), not run as Jinja; at most 16 stop tokens and 16 stop
  * strings; the host sampler's draws for a seed are not the device's for the same seed; a
@@ -388,9 +388,13 @@ FE_API fe_status fe_lm_session_check_determinism(fe_lm_session *s, const int32_t
  * sentence-transformers or transformers saves one: config.json, model.safetensors,
  * tokenizer.json (WordPiece), and optionally modules.json with 1_Pooling/config.json and a
  * Normalize module, sentence_bert_config.json (max_seq_length) and
- * config_sentence_transformers.json (prompts). Its graph is compiled once for `batch`
- * sentences of at most max_tokens tokens; texts are embedded a batch per call, each
- * sentence's work bounded by its own length. One caller at a time. */
+ * config_sentence_transformers.json (prompts). Or an EmbeddingGemma folder (config.json
+ * model_type "gemma3_text": the Gemma 3 body with bidirectional attention, Gemma's
+ * SentencePiece tokenizer.json, mean pooling, the Dense layers of 2_Dense/ and 3_Dense/, L2;
+ * the vector's width is the last Dense layer's, info.hidden; other poolings and dot_bf16 are
+ * refused). Its graph is compiled once for `batch` sentences of at most max_tokens tokens;
+ * texts are embedded a batch per call, each sentence's work bounded by its own length. One
+ * caller at a time. */
 
 typedef struct fe_lm_encoder fe_lm_encoder;
 

@@ -1,6 +1,10 @@
 /* lm/api/embed.c: fe_lm_encoder and fe_lm_embed (see ferrum/lm.h): a BERT-family folder
  * opened into its weights (mapped), WordPiece tokenizer, sentence-transformers settings and
  * the encoder graph; texts embedded a batch per graph call, pooled, cut and normalised.
+ * An EmbeddingGemma folder (config.json model_type gemma3_text) opens instead into its
+ * weights (embedgemma.h), its SentencePiece tokenizer.json (spm_json.h) and the Gemma 3
+ * encoder graph (gemma3_encoder.h), whose head pools, runs the Dense layers, cuts and
+ * normalises.
  *
  * Invariant: an open encoder owns everything it points to but a device given in the options;
  * the weights borrow the safetensors reader and live no longer than it. */
@@ -13,9 +17,12 @@
 #include "lm/format/mapped.h"
 #include "lm/format/safetensors.h"
 #include "lm/model/bert.h"
+#include "lm/model/embedgemma.h"
 #include "lm/model/encoder.h"
+#include "lm/model/gemma3_encoder.h"
 #include "lm/model/st_config.h"
 #include "lm/tokenizer/bert_normalize.h"
+#include "lm/tokenizer/spm_json.h"
 #include "lm/tokenizer/wordpiece.h"
 
 struct fe_lm_encoder {
@@ -27,6 +34,11 @@ struct fe_lm_encoder {
     fe_wordpiece *tok;
     fe_st_config stc;
     fe_encoder *enc;
+    bool gemma;                /* an EmbeddingGemma folder: the four below, not w/tok/enc */
+    fe_embedgemma eg;
+    fe_tokenizer *spm;
+    fe_spm_json_around around; /* the template's special tokens before and after the text */
+    fe_gemma3_encoder *genc;
     int64_t max_tokens;
     char *scratch;      /* prompt + text */
     size_t scratch_cap;
@@ -45,6 +57,9 @@ const char *fe_lm_encoder_message(const fe_lm_encoder *e) { return e ? e->err.me
 void fe_lm_encoder_close(fe_lm_encoder *e) {
     if (!e) return;
     fe_encoder_destroy(e->enc);
+    fe_gemma3_encoder_destroy(e->genc);
+    fe_tokenizer_destroy(e->spm);
+    fe_embedgemma_free(&e->eg);
     fe_wordpiece_destroy(e->tok);
     fe_bert_weights_free(&e->w);
     fe_safetensors_close(e->st);
@@ -65,6 +80,48 @@ static fe_status need(const char *dir, const char *name, char *path, size_t n, f
                         dir, name);
 }
 
+/* An EmbeddingGemma folder: its weights, tokenizer.json, the sentence-transformers settings
+ * (Dense modules read by the weights' loader) and the Gemma 3 encoder graph */
+static fe_status open_gemma(fe_lm_encoder *e, const char *dir, const fe_lm_encoder_options *o,
+                            fe_error *err) {
+    char path[4200];
+    if (o->dot_bf16)
+        return fe_error_set(err, FE_E_UNSUPPORTED, "%s: bf16 dot products are built for the BERT "
+                            "encoder only; run EmbeddingGemma in f32 (drop --dot bf16)", dir);
+    fe_status st = need(dir, "model.safetensors", path, sizeof path, err);
+    if (st == FE_OK) st = fe_embedgemma_load(dir, &e->eg, err);
+    if (st == FE_OK) st = need(dir, "tokenizer.json", path, sizeof path, err);
+    fe_mapped file = {0};
+    if (st == FE_OK) st = fe_mapped_open(path, &file, err);
+    if (st == FE_OK) st = fe_spm_json_load((const char *)file.data, file.size, path, &e->spm, &e->around, err);
+    fe_mapped_close(&file);
+    if (st == FE_OK) st = fe_st_config_read_with_dense(dir, &e->stc, err);
+    if (st != FE_OK) return st;
+    const fe_lm_config *c = &e->eg.cfg;
+    if (fe_tokenizer_n_vocab(e->spm) > c->vocab)
+        return fe_error_set(err, FE_E_FORMAT, "%s/tokenizer.json has %d tokens but config.json's "
+                            "vocab_size is %lld; the tokenizer belongs to another model", dir,
+                            fe_tokenizer_n_vocab(e->spm), (long long)c->vocab);
+    if (e->stc.pooling != FE_POOLING_MEAN)
+        return fe_error_set(err, FE_E_UNSUPPORTED, "%s: 1_Pooling asks for %s pooling; EmbeddingGemma "
+                            "runs mean pooling before its Dense head", dir,
+                            pooling_names[e->stc.pooling + 1]);
+    int64_t max = o->max_tokens ? o->max_tokens : e->stc.max_seq_length ? e->stc.max_seq_length
+                  : c->max_context < 512 ? c->max_context : 512;
+    int64_t around = e->around.n_before + e->around.n_after;
+    if (max <= around || max > c->max_context)
+        return fe_error_set(err, FE_E_INVALID, "%s: max_tokens %lld is outside %lld..%lld (room for "
+                            "the special tokens, and the model's max_position_embeddings); give a "
+                            "value in that range", dir, (long long)max, (long long)around + 1,
+                            (long long)c->max_context);
+    e->max_tokens = max;
+    e->gemma = true;
+    fe_encoder_options eo = fe_encoder_options_default();
+    eo.max_tokens = max;
+    eo.slots = o->batch;
+    return fe_gemma3_encoder_create(e->dev, &e->eg, &eo, &e->genc, err);
+}
+
 static fe_status open_parts(fe_lm_encoder *e, const fe_lm_encoder_options *o, fe_error *err) {
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s", e->path);
@@ -77,6 +134,7 @@ static fe_status open_parts(fe_lm_encoder *e, const fe_lm_encoder_options *o, fe
     }
     fe_bert_config c;
     fe_status st = need(dir, "config.json", path, sizeof path, err);
+    if (st == FE_OK && fe_embedgemma_is_folder(dir)) return open_gemma(e, dir, o, err);
     if (st == FE_OK) st = fe_bert_config_from_file(path, &c, err);
     if (st == FE_OK) st = need(dir, "model.safetensors", path, sizeof path, err);
     if (st == FE_OK) st = fe_safetensors_open(path, &e->st, err);
@@ -142,8 +200,33 @@ static fe_lm_pooling public_pooling(fe_pooling p) {
     return p == FE_POOLING_CLS ? FE_LM_POOLING_CLS : p == FE_POOLING_LAST ? FE_LM_POOLING_LAST : FE_LM_POOLING_MEAN;
 }
 
+static fe_status gemma_info(const fe_lm_encoder *e, fe_lm_encoder_info *out) {
+    const fe_lm_config *c = &e->eg.cfg;
+    size_t bytes = 0;
+    bytes += (size_t)(fe_tensor_numel(&e->eg.embed) + fe_tensor_numel(&e->eg.norm)) * 4;
+    for (int i = 0; i < e->eg.n_dense; i++) bytes += (size_t)fe_tensor_numel(&e->eg.dense[i]) * 4;
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        const fe_llama_layer *L = &e->eg.layers[l];
+        const fe_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
+                                 &L->w_gate, &L->w_up, &L->w_down, &L->q_norm, &L->k_norm,
+                                 &L->post_attn_norm, &L->post_ffn_norm};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) bytes += (size_t)fe_tensor_numel(ts[i]) * 4;
+    }
+    *out = (fe_lm_encoder_info){
+        .path = e->path, .architecture = "gemma3_text", .tokenizer = "SentencePiece BPE",
+        .vocab = c->vocab, .hidden = fe_gemma3_encoder_dim(e->genc), .n_layers = c->n_layers,
+        .n_heads = c->n_heads, .ffn = c->ffn, .max_tokens = e->max_tokens,
+        .batch = fe_gemma3_encoder_slots(e->genc), .pooling = FE_LM_POOLING_MEAN,
+        .pooling_name = pooling_names[FE_LM_POOLING_MEAN], .normalize = e->stc.normalize,
+        .n_prompts = e->stc.n_prompts, .prompt_names = (const char *const *)e->stc.prompt_name,
+        .default_prompt = e->stc.default_prompt, .weight_bytes = bytes,
+    };
+    return FE_OK;
+}
+
 fe_status fe_lm_encoder_get_info(const fe_lm_encoder *e, fe_lm_encoder_info *out) {
     if (!e || !out) return FE_E_INVALID;
+    if (e->gemma) return gemma_info(e, out);
     const fe_bert_config *c = &e->w.cfg;
     size_t bytes = 0;
     const fe_tensor *top[] = {&e->w.word, &e->w.position, &e->w.type, &e->w.ln_w, &e->w.ln_b};
@@ -178,6 +261,32 @@ static fe_status prompt_of(fe_lm_encoder *e, const fe_lm_embed_options *o, const
                         have);
 }
 
+/* EmbeddingGemma: the template's tokens around the pieces of scratch[0..len), the pieces cut
+ * so that all fit in max_tokens (as Hugging Face truncates: the specials kept) */
+static fe_status tokenize_gemma(fe_lm_encoder *e, size_t len, size_t index, int32_t **ids,
+                                size_t *n, bool *cut) {
+    fe_error err = {0};
+    int32_t *body = NULL;
+    size_t nb = 0;
+    fe_status st = fe_tokenizer_encode_alloc(e->spm, e->scratch, len, false, false, &body, &nb, &err);
+    if (st != FE_OK) return fe_error_set(&e->err, st, "text %zu: %s", index, err.message);
+    const fe_spm_json_around *a = &e->around;
+    size_t room = (size_t)e->max_tokens - (size_t)(a->n_before + a->n_after);
+    *cut = nb > room;
+    if (*cut) nb = room;
+    *n = (size_t)a->n_before + nb + (size_t)a->n_after;
+    *ids = fe_malloc(*n * sizeof **ids);
+    if (!*ids) {
+        fe_free(body);
+        return fe_error_set(&e->err, FE_E_NOMEM, "out of memory for text %zu", index);
+    }
+    memcpy(*ids, a->before, (size_t)a->n_before * sizeof **ids);
+    if (nb) memcpy(*ids + a->n_before, body, nb * sizeof **ids);
+    memcpy(*ids + a->n_before + nb, a->after, (size_t)a->n_after * sizeof **ids);
+    fe_free(body);
+    return FE_OK;
+}
+
 /* The ids of prompt + text, cut at max_tokens; *cut when the text was longer */
 static fe_status tokenize(fe_lm_encoder *e, const char *prompt, const char *text, size_t index,
                           int32_t **ids, size_t *n, bool *cut) {
@@ -190,6 +299,7 @@ static fe_status tokenize(fe_lm_encoder *e, const char *prompt, const char *text
     if (pl) memcpy(e->scratch, prompt, pl);
     memcpy(e->scratch + pl, text, tl);
     fe_error err = {0};
+    if (e->gemma) return tokenize_gemma(e, pl + tl, index, ids, n, cut);
     fe_status st = fe_wordpiece_encode(e->tok, e->scratch, pl + tl, -1, ids, n, &err);
     if (st != FE_OK) return fe_error_set(&e->err, st, "text %zu: %s", index, err.message);
     *cut = (int64_t)*n > e->max_tokens;
@@ -218,7 +328,7 @@ fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
     if (!e) return FE_E_INVALID;
     fe_error_clear(&e->err);
     fe_lm_embed_options o = opts ? *opts : fe_lm_embed_options_default();
-    const int64_t H = e->w.cfg.hidden;
+    const int64_t H = e->gemma ? fe_gemma3_encoder_dim(e->genc) : e->w.cfg.hidden;
     if ((n && (!texts || !out)))
         return fe_error_set(&e->err, FE_E_INVALID, "embed: give the texts and room for their vectors");
     if (o.dim < 0 || o.dim > H)
@@ -237,7 +347,10 @@ fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
                       : o.pooling == FE_LM_POOLING_CLS ? FE_POOLING_CLS
                       : o.pooling == FE_LM_POOLING_LAST ? FE_POOLING_LAST : FE_POOLING_MEAN;
     bool normalize = o.normalize < 0 ? e->stc.normalize : o.normalize == 1;
-    const int slots = fe_encoder_slots(e->enc);
+    if (e->gemma && pool != FE_POOLING_MEAN)
+        return fe_error_set(&e->err, FE_E_UNSUPPORTED, "embed: EmbeddingGemma pools by mean before "
+                            "its Dense head; give --pooling mean (or none: the model's)");
+    const int slots = e->gemma ? fe_gemma3_encoder_slots(e->genc) : fe_encoder_slots(e->enc);
     int32_t *ids[FE_ENCODER_MAX_SLOTS] = {0};
     for (size_t first = 0; st == FE_OK && first < n; first += (size_t)slots) {
         int k = n - first < (size_t)slots ? (int)(n - first) : slots;
@@ -254,6 +367,20 @@ fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
             if (st == FE_OK && stats) stats->tokens += lens[s], stats->truncated += cut;
         }
         const float *h = NULL;
+        if (e->gemma) {
+            const int64_t hidden = e->eg.cfg.hidden;
+            if (st == FE_OK &&
+                fe_gemma3_encoder_forward(e->genc, (const int32_t *const *)ids, lens, k, &h) != FE_OK)
+                st = fe_error_set(&e->err, FE_E_BOUNDS, "%s", fe_gemma3_encoder_message(e->genc));
+            for (int s = 0; st == FE_OK && s < k; s++) {
+                if (fe_gemma3_encoder_embed(&e->eg, h, lens[s], dim, normalize,
+                                            out + (first + (size_t)s) * (size_t)dim) != FE_OK)
+                    st = fe_error_set(&e->err, FE_E_NOMEM, "embed: out of memory");
+                h += lens[s] * hidden;
+            }
+            for (int s = 0; s < k; s++) fe_free(ids[s]), ids[s] = NULL;
+            continue;
+        }
         if (st == FE_OK && fe_encoder_forward(e->enc, (const int32_t *const *)ids, lens, k, &h) != FE_OK)
             st = fe_error_set(&e->err, FE_E_BOUNDS, "%s", fe_encoder_message(e->enc));
         for (int s = 0; st == FE_OK && s < k; s++) {

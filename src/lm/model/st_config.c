@@ -33,6 +33,17 @@ static fe_status read_pooling(const char *dir, const char *sub, fe_st_config *c,
     json_t *p;
     fe_status st = load(dir, name, &p, err);
     if (st != FE_OK || !p) return st;
+    json_t *mode = json_object_get(p, "pooling_mode"); /* sentence-transformers 6: one string */
+    if (json_is_string(mode)) {
+        const char *m = json_string_value(mode);
+        c->pooling = !strcmp(m, "mean") ? FE_POOLING_MEAN : !strcmp(m, "cls") ? FE_POOLING_CLS
+                     : FE_POOLING_LAST;
+        if (strcmp(m, "mean") && strcmp(m, "cls") && strcmp(m, "lasttoken") && strcmp(m, "last"))
+            st = fe_error_set(err, FE_E_UNSUPPORTED, "%s/%s: pooling_mode is %.40s; ferrum pools by "
+                              "mean, cls or lasttoken only", dir, name, m);
+        json_decref(p);
+        return st;
+    }
     static const char *const refused[] = {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
                                           "pooling_mode_weightedmean_tokens"};
     for (size_t i = 0; st == FE_OK && i < sizeof refused / sizeof refused[0]; i++)
@@ -51,7 +62,7 @@ static fe_status read_pooling(const char *dir, const char *sub, fe_st_config *c,
 }
 
 /* modules.json, a list of {type, path}: read without load()'s object rule */
-static fe_status read_module_list(const char *dir, fe_st_config *c, fe_error *err) {
+static fe_status read_module_list(const char *dir, fe_st_config *c, bool allow_dense, fe_error *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/modules.json", dir);
     if (!fe_path_is_file(path)) return FE_OK;
@@ -79,6 +90,8 @@ static fe_status read_module_list(const char *dir, fe_st_config *c, fe_error *er
                 st = read_pooling(dir, sub, c, err);
         } else if (strcmp(last, "Normalize") == 0) {
             c->normalize = true;
+        } else if (strcmp(last, "Dense") == 0 && allow_dense) {
+            c->n_dense++; /* the model's loader reads them (embedgemma.c) */
         } else {
             st = fe_error_set(err, FE_E_UNSUPPORTED, "%s: module %s; ferrum's encoder runs "
                               "Transformer, Pooling and Normalize modules", path, type);
@@ -122,10 +135,10 @@ static fe_status read_prompts(const char *dir, fe_st_config *c, fe_error *err) {
     return st;
 }
 
-fe_status fe_st_config_read(const char *dir, fe_st_config *out, fe_error *err) {
+static fe_status read_config(const char *dir, fe_st_config *out, bool allow_dense, fe_error *err) {
     memset(out, 0, sizeof *out);
     out->pooling = FE_POOLING_MEAN;
-    fe_status st = read_module_list(dir, out, err);
+    fe_status st = read_module_list(dir, out, allow_dense, err);
     json_t *sb = NULL;
     if (st == FE_OK) st = load(dir, "sentence_bert_config.json", &sb, err);
     if (st == FE_OK && sb) {
@@ -140,6 +153,14 @@ fe_status fe_st_config_read(const char *dir, fe_st_config *out, fe_error *err) {
     if (st == FE_OK) st = read_prompts(dir, out, err);
     if (st != FE_OK) fe_st_config_deinit(out);
     return st;
+}
+
+fe_status fe_st_config_read(const char *dir, fe_st_config *out, fe_error *err) {
+    return read_config(dir, out, false, err);
+}
+
+fe_status fe_st_config_read_with_dense(const char *dir, fe_st_config *out, fe_error *err) {
+    return read_config(dir, out, true, err);
 }
 
 void fe_st_config_deinit(fe_st_config *c) {
