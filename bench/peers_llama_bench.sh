@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# bench/peers_llama_bench.sh: ferrum against llama.cpp's and ik_llama.cpp's llama-bench on one
+# GGUF file, in one run: prefill of 512 tokens and decode of 64, 2 threads, rounds alternating
+# (llama.cpp, ik_llama.cpp with -fa 1 -rtr 1, ferrum with its AVX-512 and its AVX2 kernels) so
+# that a change in the machine's state hits all alike. Prints the machine, each round's figures
+# (tok/s) with the load average, then the medians and ferrum's ratios to each peer.
+#
+# The peers are not part of ferrum: build their llama-bench yourself (docs/performance.md says
+# how) and name them; a peer not given is left out.
+#
+#   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \
+#     bench/peers_llama_bench.sh MODEL.gguf [ROUNDS (default 3)] [FERRUM (default build/ferrum)]
+set -euo pipefail
+
+model=${1:?usage: bench/peers_llama_bench.sh MODEL.gguf [ROUNDS] [FERRUM]}
+rounds=${2:-3}
+ferrum=${3:-build/ferrum}
+[ -f "$model" ] || { echo "peers_llama_bench: $model is not a file" >&2; exit 2; }
+[ -x "$ferrum" ] || { echo "peers_llama_bench: $ferrum is not built (make build/ferrum)" >&2; exit 2; }
+
+rows=$(mktemp)
+trap 'rm -f "$rows"' EXIT
+
+# peer NAME BINARY ARGS...: appends "NAME pp TOKS" and "NAME tg TOKS" (llama-bench's avg_ts)
+peer() {
+  local name=$1 bin=$2; shift 2
+  "$bin" -m "$model" -p 512 -n 64 -t 2 -r 3 -o csv "$@" 2>/dev/null | python3 -c '
+import csv, sys
+for r in csv.DictReader(sys.stdin):
+    kind = "pp" if int(r["n_prompt"]) > 0 else "tg"
+    print(sys.argv[1], kind, r["avg_ts"])' "$name" >> "$rows"
+}
+
+# ours ISA: appends ferrum's prefill and decode tok/s from its summary line
+ours() {
+  FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 64 --max-seq-len 1024 2>&1 >/dev/null |
+    python3 -c '
+import re, sys
+s = sys.stdin.read()
+p = re.search(r"prompt (\d+) tokens in ([0-9.]+) s", s)
+d = re.search(r"more in [0-9.]+ s \(([0-9.]+) tok/s\)", s)
+if not (p and d): sys.exit("peers_llama_bench: no summary from ferrum:\n" + s[-2000:])
+print(sys.argv[1], "pp", int(p.group(1)) / float(p.group(2)))
+print(sys.argv[1], "tg", d.group(1))' "ferrum-$1" >> "$rows"
+}
+
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs," \
+     "$(grep -o -m1 'avx512_bf16\|avx512f\|avx2' /proc/cpuinfo | head -1) kernels available"
+for r in $(seq "$rounds"); do
+  echo "round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH"
+  [ -n "${IK_LLAMA_BENCH:-}" ] && peer ik_llama.cpp "$IK_LLAMA_BENCH" -fa 1 -rtr 1
+  ours avx512
+  ours avx2
+done
+python3 - "$rows" <<'PY'
+import statistics, sys
+fig = {}
+for line in open(sys.argv[1]):
+    name, kind, v = line.split()
+    fig.setdefault((name, kind), []).append(float(v))
+names = []
+for (n, _) in fig:
+    if n not in names: names.append(n)
+print("%-14s %24s %24s" % ("", "prefill 512 tok/s", "decode 64 tok/s"))
+med = {}
+for n in names:
+    cells = []
+    for k in ("pp", "tg"):
+        v = fig.get((n, k), [])
+        med[n, k] = statistics.median(v) if v else None
+        cells.append("%8.1f (%s)" % (med[n, k], " ".join("%.0f" % x for x in v)) if v else "-")
+    print("%-14s %24s %24s" % (n, cells[0], cells[1]))
+for ours in ("ferrum-avx512", "ferrum-avx2"):
+    for peer in ("llama.cpp", "ik_llama.cpp"):
+        if (peer, "pp") in med and med[peer, "pp"]:
+            print("%s / %s: prefill %.2fx, decode %.2fx" % (ours, peer, med[ours, "pp"] / med[peer, "pp"],
+                                                         med[ours, "tg"] / med[peer, "tg"]))
+PY
