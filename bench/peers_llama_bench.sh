@@ -44,8 +44,11 @@ print(sys.argv[1], "pp", int(p.group(1)) / float(p.group(2)))
 print(sys.argv[1], "tg", d.group(1))' "ferrum-$1" >> "$rows"
 }
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs," \
-     "$(grep -o -m1 'avx512_bf16\|avx512f\|avx2' /proc/cpuinfo | head -1) kernels available"
+isa=avx2
+grep -qw avx512f /proc/cpuinfo && isa=avx512
+grep -qw avx512_bf16 /proc/cpuinfo && isa="avx512 with bf16"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $isa;" \
+     "load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 for r in $(seq "$rounds"); do
   echo "round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH"
