@@ -50,8 +50,10 @@ static void table_name(const char *model, char *buf, size_t n) {
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/') path[--len] = 0; /* "dir/" */
     const char *base = strrchr(path, '/');
-    snprintf(buf, n, "%s", base ? base + 1 : path);
-    len = strlen(buf);
+    const char *name = base ? base + 1 : path;
+    len = strlen(name) < n ? strlen(name) : n - 1; /* cut to the buffer (a name, not a path) */
+    memcpy(buf, name, len);
+    buf[len] = 0;
     for (const char *ext = ".gguf\0.safetensors\0.json\0"; *ext; ext += strlen(ext) + 1)
         if (len > strlen(ext) && strcmp(buf + len - strlen(ext), ext) == 0) {
             buf[len - strlen(ext)] = 0;
