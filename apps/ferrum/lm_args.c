@@ -371,7 +371,7 @@ int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_
         path = def;
     if (!path) {
         fprintf(io->err, "ferrum: tuning: none (%s)\n", a->none ? "--no-tuning"
-                : "run ferrum tune OP ... --write-profile to make one");
+                : "ferrum tune MODEL --write-profile makes one");
         return FE_EXIT_OK;
     }
     int code = load_profile(path, cmd, io->err, p);
