@@ -4,7 +4,6 @@
  * at once and attends each row against its own slot. */
 #include "lm/model/batch.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -261,40 +260,6 @@ static fe_status compile_versions(fe_batch *b) {
     return st == FE_OK ? FE_OK : fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
 }
 
-/* The RoPE table (max_seq_len, head_dim), as causal.c makes it (rope_freqs divisors too). */
-static fe_status rope_table(fe_batch *b, fe_error *err) {
-    const fe_lm_config *c = &b->w->cfg;
-    int64_t hd = c->head_dim, half = hd / 2;
-    if (c->rope_scaling.type != FE_LM_ROPE_FREQS_TENSOR) {
-        fe_rope_scaling sc = {c->rope_scaling.factor, c->rope_scaling.low_freq_factor,
-                              c->rope_scaling.high_freq_factor,
-                              c->rope_scaling.original_max_position_embeddings};
-        fe_status st = fe_rope_table(b->rope, b->o.max_seq_len, hd, c->rope_theta,
-                                     c->rope_scaling.type == FE_LM_ROPE_LLAMA3 ? &sc : NULL);
-        return st == FE_OK ? FE_OK : fe_error_set(err, st, "batch: cannot build the RoPE table");
-    }
-    const fe_tensor *div = &b->w->rope_freqs;
-    if (!div->data || div->dtype != FE_DTYPE_F32 || fe_tensor_numel(div) != half)
-        return fe_error_set(err, FE_E_FORMAT, "the config asks for rope_freqs divisors but the "
-                            "weights hold no (head_dim / 2) f32 rope_freqs tensor");
-    double *f = fe_malloc((size_t)half * sizeof *f);
-    if (!f) return fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
-    fe_status st = fe_rope_inv_freq(f, hd, c->rope_theta, NULL);
-    for (int64_t i = 0; st == FE_OK && i < half; i++) {
-        float d = ((const float *)div->data)[i];
-        if (!(d > 0)) st = fe_error_set(err, FE_E_FORMAT, "rope_freqs[%lld] = %g; divisors must be > 0", (long long)i, d);
-        f[i] /= d;
-    }
-    for (int64_t p = 0; st == FE_OK && p < b->o.max_seq_len; p++)
-        for (int64_t i = 0; i < half; i++) {
-            double a = (double)p * f[i];
-            b->rope[p * hd + i] = (float)cos(a);
-            b->rope[p * hd + half + i] = (float)sin(a);
-        }
-    fe_free(f);
-    return st;
-}
-
 /* The dot products as fe_causal_create resolves them. */
 static fe_status resolve_dots(fe_batch *b, fe_error *err) {
     const fe_lm_config *c = &b->w->cfg;
@@ -348,7 +313,7 @@ fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_ba
     for (int i = 0; ok && i < o->slots; i++)
         ok = (b->history[i] = fe_calloc((size_t)b->o.max_seq_len, sizeof **b->history)) != NULL;
     if (st == FE_OK && !ok) st = fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
-    if (st == FE_OK) st = rope_table(b, err);
+    if (st == FE_OK) st = fe_lm_rope_table(b->rope, b->o.max_seq_len, b->w, "batch", err);
     if (st == FE_OK) st = fe_graph_create(dev, "batch", batch_body, b, &b->g, err);
     if (st == FE_OK) st = set_weights(b);
     if (st == FE_OK) st = compile_versions(b);

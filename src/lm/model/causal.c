@@ -5,7 +5,6 @@
  * [pos, pos + n) and attend over [0, pos + n). */
 #include "lm/model/causal.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,31 +161,6 @@ static fe_status compile_versions(fe_causal *m) {
     return st == FE_OK ? FE_OK : fe_error_set(&m->err, st, "%s", fe_graph_message(m->g));
 }
 
-/* The RoPE table when the checkpoint stores per-frequency divisors (llama.cpp's
- * rope_freqs.weight): theta's frequencies divided by them, cos then sin per position. */
-static fe_status freqs_table(fe_causal *m, const fe_lm_config *c, const fe_tensor *div, fe_error *err) {
-    int64_t hd = c->head_dim, half = hd / 2;
-    if (!div->data || div->dtype != FE_DTYPE_F32 || fe_tensor_numel(div) != half)
-        return fe_error_set(err, FE_E_FORMAT, "the config asks for rope_freqs divisors but the "
-                            "weights hold no (head_dim / 2) f32 rope_freqs tensor");
-    double *f = fe_malloc((size_t)half * sizeof *f);
-    if (!f) return fe_error_set(err, FE_E_NOMEM, "causal LM: out of memory");
-    fe_status st = fe_rope_inv_freq(f, hd, c->rope_theta, NULL);
-    for (int64_t i = 0; st == FE_OK && i < half; i++) {
-        float d = ((const float *)div->data)[i];
-        if (!(d > 0)) st = fe_error_set(err, FE_E_FORMAT, "rope_freqs[%lld] = %g; divisors must be > 0", (long long)i, d);
-        f[i] /= d;
-    }
-    for (int64_t p = 0; st == FE_OK && p < m->o.max_seq_len; p++)
-        for (int64_t i = 0; i < half; i++) {
-            double a = (double)p * f[i];
-            m->rope[p * hd + i] = (float)cos(a);
-            m->rope[p * hd + half + i] = (float)sin(a);
-        }
-    fe_free(f);
-    return st;
-}
-
 fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_causal_options *o,
                            fe_causal **out, fe_error *err) {
     *out = NULL;
@@ -237,17 +211,7 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
     m->last_logits = fe_calloc((size_t)c->vocab, sizeof(float));
     if (st == FE_OK && (!m->rope || !m->chunk || !m->history || !m->last_logits))
         st = fe_error_set(err, FE_E_NOMEM, "causal LM: out of memory");
-    if (st == FE_OK && c->rope_scaling.type == FE_LM_ROPE_FREQS_TENSOR) {
-        st = freqs_table(m, c, &w->rope_freqs, err);
-    } else if (st == FE_OK) {
-        fe_rope_scaling sc = {c->rope_scaling.factor, c->rope_scaling.low_freq_factor,
-                              c->rope_scaling.high_freq_factor,
-                              c->rope_scaling.original_max_position_embeddings};
-        st = fe_rope_table(m->rope, m->o.max_seq_len, c->head_dim, c->rope_theta,
-                           c->rope_scaling.type == FE_LM_ROPE_LLAMA3 ? &sc : NULL);
-        if (st != FE_OK) fe_error_set(err, st, "causal LM: cannot build the RoPE table (%s)",
-                                      fe_status_str(st));
-    }
+    if (st == FE_OK) st = fe_lm_rope_table(m->rope, m->o.max_seq_len, w, "causal LM", err);
     if (st == FE_OK && c->family == FE_LM_FAMILY_GEMMA3) {
         m->rope_local = fe_aligned_alloc(64, (size_t)(m->o.max_seq_len * c->head_dim) * sizeof(float));
         m->embed_scale = fe_malloc((size_t)c->hidden * sizeof(float));

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ferrum/core.h"
+#include "lm/model/weights.h"
 
 typedef struct fe_rope_scaling {
     double factor;                             /* > 0; e.g. 32 (Llama 3.2), 8 (Llama 3.1) */
@@ -32,5 +33,11 @@ fe_status fe_rope_table(float *out, int64_t P, int64_t D, double theta,
 
 /* The D/2 inverse frequencies f_i (after scaling) into out[D/2]; same rules. */
 fe_status fe_rope_inv_freq(double *out, int64_t D, double theta, const fe_rope_scaling *scaling);
+
+/* The table a Llama-family model's config asks for, for positions [0, P): its base and Llama 3
+ * scaling, or (FE_LM_ROPE_FREQS_TENSOR) the base's frequencies divided by w->rope_freqs, the
+ * per-frequency divisors llama.cpp's checkpoints carry. `who` starts the messages. */
+fe_status fe_lm_rope_table(float *out, int64_t P, const fe_llama_weights *w, const char *who,
+                           fe_error *err);
 
 #endif
