@@ -12,6 +12,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "lm/eval/oracle_math.h"
 
 /* out (n, rows) = x (n, in) W^T, W f32 (rows, in) */
 static void matmul(const fe_tensor *w, const float *x, int n, float *out) {
@@ -23,27 +24,6 @@ static void matmul(const fe_tensor *w, const float *x, int n, float *out) {
             for (int64_t k = 0; k < in; k++) acc += (double)W[r * in + k] * x[(int64_t)i * in + k];
             out[(int64_t)i * rows + r] = (float)acc;
         }
-}
-
-static void rmsnorm(float *x, const fe_tensor *w, int64_t d, double eps) {
-    const float *g = w->data;
-    double ss = 0;
-    for (int64_t k = 0; k < d; k++) ss += (double)x[k] * x[k];
-    double inv = 1.0 / sqrt(ss / (double)d + eps);
-    for (int64_t k = 0; k < d; k++) x[k] = (float)(x[k] * inv * g[k]);
-}
-
-static void rope(float *v, int64_t hd, int64_t pos, double theta) {
-    for (int64_t i = 0; i < hd / 2; i++) {
-        double a = (double)pos * pow(theta, -2.0 * (double)i / (double)hd);
-        double c = cos(a), s = sin(a), x0 = v[i], x1 = v[i + hd / 2];
-        v[i] = (float)(x0 * c - x1 * s);
-        v[i + hd / 2] = (float)(x0 * s + x1 * c);
-    }
-}
-
-static double gelu_tanh(double x) {
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
 fe_status fe_oracle_embedgemma_hidden(const fe_embedgemma *m, const int32_t *tokens, int n,
@@ -73,18 +53,18 @@ fe_status fe_oracle_embedgemma_hidden(const fe_embedgemma *m, const int32_t *tok
         const bool local = fe_lm_layer_is_local(c, l);
         const double theta = local ? c->rope_theta_local : c->rope_theta;
         memcpy(h, x, N * (size_t)d * 4);
-        for (int i = 0; i < n; i++) rmsnorm(h + i * d, &L->attn_norm, d, c->rms_eps);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(h + i * d, &L->attn_norm, d, c->rms_eps);
         matmul(&L->wq, h, n, q);
         matmul(&L->wk, h, n, k);
         matmul(&L->wv, h, n, v);
         for (int i = 0; i < n; i++) {
             for (int64_t a = 0; a < nh; a++) {
-                rmsnorm(q + i * qd + a * hd, &L->q_norm, hd, c->rms_eps);
-                rope(q + i * qd + a * hd, hd, i, theta);
+                fe_oracle_rmsnorm(q + i * qd + a * hd, &L->q_norm, hd, c->rms_eps);
+                fe_oracle_rope_half(q + i * qd + a * hd, hd, i, theta);
             }
             for (int64_t a = 0; a < nkv; a++) {
-                rmsnorm(k + i * kvd + a * hd, &L->k_norm, hd, c->rms_eps);
-                rope(k + i * kvd + a * hd, hd, i, theta);
+                fe_oracle_rmsnorm(k + i * kvd + a * hd, &L->k_norm, hd, c->rms_eps);
+                fe_oracle_rope_half(k + i * kvd + a * hd, hd, i, theta);
             }
         }
         for (int i = 0; i < n; i++)
@@ -107,18 +87,18 @@ fe_status fe_oracle_embedgemma_hidden(const fe_embedgemma *m, const int32_t *tok
                 }
             }
         matmul(&L->wo, att, n, tmp);
-        for (int i = 0; i < n; i++) rmsnorm(tmp + i * d, &L->post_attn_norm, d, c->rms_eps);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(tmp + i * d, &L->post_attn_norm, d, c->rms_eps);
         for (int64_t e = 0; e < (int64_t)N * d; e++) x[e] += tmp[e];
         memcpy(h, x, N * (size_t)d * 4);
-        for (int i = 0; i < n; i++) rmsnorm(h + i * d, &L->ffn_norm, d, c->rms_eps);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(h + i * d, &L->ffn_norm, d, c->rms_eps);
         matmul(&L->w_gate, h, n, g);
         matmul(&L->w_up, h, n, u);
-        for (int64_t e = 0; e < (int64_t)N * f; e++) g[e] = (float)(gelu_tanh(g[e]) * u[e]);
+        for (int64_t e = 0; e < (int64_t)N * f; e++) g[e] = (float)(fe_oracle_gelu_tanh(g[e]) * u[e]);
         matmul(&L->w_down, g, n, tmp);
-        for (int i = 0; i < n; i++) rmsnorm(tmp + i * d, &L->post_ffn_norm, d, c->rms_eps);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(tmp + i * d, &L->post_ffn_norm, d, c->rms_eps);
         for (int64_t e = 0; e < (int64_t)N * d; e++) x[e] += tmp[e];
     }
-    for (int i = 0; i < n; i++) rmsnorm(x + i * d, &m->norm, d, c->rms_eps);
+    for (int i = 0; i < n; i++) fe_oracle_rmsnorm(x + i * d, &m->norm, d, c->rms_eps);
 done:
     fe_free(h), fe_free(q), fe_free(k), fe_free(v), fe_free(att);
     fe_free(g), fe_free(u), fe_free(tmp), fe_free(score);

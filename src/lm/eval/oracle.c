@@ -10,19 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/quant.h"
-
-/* out[i][r] = W[r] . x[i] for n rows x (n, in) -> out (n, rows) */
-static void matmul(const fe_tensor *w, const float *x, int n, float *out, float *row) {
-    int64_t rows = w->shape[0], in = w->shape[1];
-    for (int64_t r = 0; r < rows; r++) {
-        fe_dequant_row(w->dtype, (const char *)w->data + fe_dtype_bytes(w->dtype, r * in), row, in);
-        for (int i = 0; i < n; i++) {
-            double acc = 0;
-            for (int64_t k = 0; k < in; k++) acc += (double)row[k] * x[(int64_t)i * in + k];
-            out[(int64_t)i * rows + r] = (float)acc;
-        }
-    }
-}
+#include "lm/eval/oracle_math.h"
 
 static void rmsnorm(const float *x, const fe_tensor *w, int64_t d, double eps, float *out, float *row) {
     double ss = 0;
@@ -101,9 +89,9 @@ fe_status fe_oracle_logits(const fe_llama_weights *w, const int32_t *tokens, int
         const fe_llama_layer *L = &w->layers[l];
         /* attention: h = rmsnorm(x); q, k, v; rotate; causal softmax(q k / sqrt(hd)) v */
         for (int i = 0; i < n; i++) rmsnorm(x + i * d, &L->attn_norm, d, c->rms_eps, h + i * d, row);
-        matmul(&L->wq, h, n, q, row);
-        matmul(&L->wk, h, n, k, row);
-        matmul(&L->wv, h, n, v, row);
+        fe_oracle_matmul(&L->wq, h, n, q, row);
+        fe_oracle_matmul(&L->wk, h, n, k, row);
+        fe_oracle_matmul(&L->wv, h, n, v, row);
         for (int i = 0; i < n; i++) {
             for (int64_t a = 0; a < nh; a++) rope(q + i * qd + a * hd, hd, i, freq, w->rope_interleaved);
             for (int64_t a = 0; a < nkv; a++) rope(k + i * kvd + a * hd, hd, i, freq, w->rope_interleaved);
@@ -126,14 +114,14 @@ fe_status fe_oracle_logits(const fe_llama_weights *w, const int32_t *tokens, int
                     att[i * qd + a * hd + e] = (float)(o / sum);
                 }
             }
-        matmul(&L->wo, att, n, tmp, row);
+        fe_oracle_matmul(&L->wo, att, n, tmp, row);
         for (int64_t e = 0; e < (int64_t)N * d; e++) x[e] += tmp[e];
         /* feed-forward: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x) */
         for (int i = 0; i < n; i++) rmsnorm(x + i * d, &L->ffn_norm, d, c->rms_eps, h + i * d, row);
-        matmul(&L->w_gate, h, n, g, row);
-        matmul(&L->w_up, h, n, u, row);
+        fe_oracle_matmul(&L->w_gate, h, n, g, row);
+        fe_oracle_matmul(&L->w_up, h, n, u, row);
         for (int64_t e = 0; e < (int64_t)N * f; e++) g[e] = (float)(g[e] / (1.0 + exp(-(double)g[e])) * u[e]);
-        matmul(&L->w_down, g, n, tmp, row);
+        fe_oracle_matmul(&L->w_down, g, n, tmp, row);
         for (int64_t e = 0; e < (int64_t)N * d; e++) x[e] += tmp[e];
     }
     for (int i = 0; i < n; i++) rmsnorm(x + i * d, &w->norm, d, c->rms_eps, h + i * d, row);

@@ -15,42 +15,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/quant.h"
-
-/* out[i][r] = W[r] . x[i] for n rows x (n, in) -> out (n, rows) */
-static void matmul(const fe_tensor *w, const float *x, int n, float *out, float *row) {
-    int64_t rows = w->shape[0], in = w->shape[1];
-    for (int64_t r = 0; r < rows; r++) {
-        fe_dequant_row(w->dtype, (const char *)w->data + fe_dtype_bytes(w->dtype, r * in), row, in);
-        for (int i = 0; i < n; i++) {
-            double acc = 0;
-            for (int64_t k = 0; k < in; k++) acc += (double)row[k] * x[(int64_t)i * in + k];
-            out[(int64_t)i * rows + r] = (float)acc;
-        }
-    }
-}
-
-/* x (d) normalised by its root mean square, times w, in place */
-static void rmsnorm(float *x, const fe_tensor *w, int64_t d, double eps) {
-    const float *g = w->data;
-    double ss = 0;
-    for (int64_t k = 0; k < d; k++) ss += (double)x[k] * x[k];
-    double inv = 1.0 / sqrt(ss / (double)d + eps);
-    for (int64_t k = 0; k < d; k++) x[k] = (float)(x[k] * inv * g[k]);
-}
-
-/* rotate-half RoPE of one head vector at position pos with base theta */
-static void rope(float *v, int64_t hd, int64_t pos, double theta) {
-    for (int64_t i = 0; i < hd / 2; i++) {
-        double a = (double)pos * pow(theta, -2.0 * (double)i / (double)hd);
-        double c = cos(a), s = sin(a), x0 = v[i], x1 = v[i + hd / 2];
-        v[i] = (float)(x0 * c - x1 * s);
-        v[i + hd / 2] = (float)(x0 * s + x1 * c);
-    }
-}
-
-static double gelu_tanh(double x) {
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+#include "lm/eval/oracle_math.h"
 
 fe_status fe_oracle_gemma3_logits(const fe_llama_weights *w, const int32_t *tokens, int n,
                                   float *logits, fe_error *err) {
@@ -81,18 +46,18 @@ fe_status fe_oracle_gemma3_logits(const fe_llama_weights *w, const int32_t *toke
         const bool local = fe_lm_layer_is_local(c, l);
         const double theta = local ? c->rope_theta_local : c->rope_theta;
         memcpy(h, x, N * (size_t)d * 4);
-        for (int i = 0; i < n; i++) rmsnorm(h + i * d, &L->attn_norm, d, c->rms_eps);
-        matmul(&L->wq, h, n, q, row);
-        matmul(&L->wk, h, n, k, row);
-        matmul(&L->wv, h, n, v, row);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(h + i * d, &L->attn_norm, d, c->rms_eps);
+        fe_oracle_matmul(&L->wq, h, n, q, row);
+        fe_oracle_matmul(&L->wk, h, n, k, row);
+        fe_oracle_matmul(&L->wv, h, n, v, row);
         for (int i = 0; i < n; i++) {
             for (int64_t a = 0; a < nh; a++) {
-                rmsnorm(q + i * qd + a * hd, &L->q_norm, hd, c->rms_eps);
-                rope(q + i * qd + a * hd, hd, i, theta);
+                fe_oracle_rmsnorm(q + i * qd + a * hd, &L->q_norm, hd, c->rms_eps);
+                fe_oracle_rope_half(q + i * qd + a * hd, hd, i, theta);
             }
             for (int64_t a = 0; a < nkv; a++) {
-                rmsnorm(k + i * kvd + a * hd, &L->k_norm, hd, c->rms_eps);
-                rope(k + i * kvd + a * hd, hd, i, theta);
+                fe_oracle_rmsnorm(k + i * kvd + a * hd, &L->k_norm, hd, c->rms_eps);
+                fe_oracle_rope_half(k + i * kvd + a * hd, hd, i, theta);
             }
         }
         for (int i = 0; i < n; i++)
@@ -114,19 +79,19 @@ fe_status fe_oracle_gemma3_logits(const fe_llama_weights *w, const int32_t *toke
                     att[i * qd + a * hd + e] = (float)(o / sum);
                 }
             }
-        matmul(&L->wo, att, n, tmp, row);
-        for (int i = 0; i < n; i++) rmsnorm(tmp + i * d, &L->post_attn_norm, d, c->rms_eps);
+        fe_oracle_matmul(&L->wo, att, n, tmp, row);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(tmp + i * d, &L->post_attn_norm, d, c->rms_eps);
         for (int64_t e = 0; e < (int64_t)N * d; e++) x[e] += tmp[e];
         memcpy(h, x, N * (size_t)d * 4);
-        for (int i = 0; i < n; i++) rmsnorm(h + i * d, &L->ffn_norm, d, c->rms_eps);
-        matmul(&L->w_gate, h, n, g, row);
-        matmul(&L->w_up, h, n, u, row);
-        for (int64_t e = 0; e < (int64_t)N * f; e++) g[e] = (float)(gelu_tanh(g[e]) * u[e]);
-        matmul(&L->w_down, g, n, tmp, row);
-        for (int i = 0; i < n; i++) rmsnorm(tmp + i * d, &L->post_ffn_norm, d, c->rms_eps);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(h + i * d, &L->ffn_norm, d, c->rms_eps);
+        fe_oracle_matmul(&L->w_gate, h, n, g, row);
+        fe_oracle_matmul(&L->w_up, h, n, u, row);
+        for (int64_t e = 0; e < (int64_t)N * f; e++) g[e] = (float)(fe_oracle_gelu_tanh(g[e]) * u[e]);
+        fe_oracle_matmul(&L->w_down, g, n, tmp, row);
+        for (int i = 0; i < n; i++) fe_oracle_rmsnorm(tmp + i * d, &L->post_ffn_norm, d, c->rms_eps);
         for (int64_t e = 0; e < (int64_t)N * d; e++) x[e] += tmp[e];
     }
-    for (int i = 0; i < n; i++) rmsnorm(x + i * d, &w->norm, d, c->rms_eps);
+    for (int i = 0; i < n; i++) fe_oracle_rmsnorm(x + i * d, &w->norm, d, c->rms_eps);
     for (int64_t r = 0; r < c->vocab; r++) { /* the head, row by row */
         fe_dequant_row(w->lm_head.dtype,
                        (const char *)w->lm_head.data + fe_dtype_bytes(w->lm_head.dtype, r * d), row, d);
