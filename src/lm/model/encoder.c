@@ -191,37 +191,47 @@ void fe_encoder_destroy(fe_encoder *e) {
     fe_free(e);
 }
 
-fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int64_t *lens,
-                             int n_seqs, const float **hidden) {
-    fe_error_clear(&e->err);
-    if (n_seqs < 1 || n_seqs > e->o.slots)
-        return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: a call of %d sentences; this encoder "
-                            "takes 1..%d (its batch)", n_seqs, e->o.slots);
-    fe_word words[FE_ENCODER_MAX_SLOTS + 1];
+const char *fe_encoder_start_word(int s) { return start_word[s]; }
+
+fe_status fe_encoder_pack(const int32_t *const *ids, const int64_t *lens, int n_seqs, int slots,
+                          int64_t max_tokens, int64_t vocab, int32_t *ids_out,
+                          int32_t *positions_out, fe_word *words, fe_error *err) {
+    if (n_seqs < 1 || n_seqs > slots)
+        return fe_error_set(err, FE_E_BOUNDS, "encoder: a call of %d sentences; this encoder "
+                            "takes 1..%d (its batch)", n_seqs, slots);
     int64_t row = 0;
-    for (int s = 0; s < e->o.slots; s++) {
+    for (int s = 0; s < slots; s++) {
         if (s > 0) words[s - 1] = (fe_word){start_word[s], row}; /* empty slots start at the end */
         if (s >= n_seqs) continue;
-        if (lens[s] < 1 || lens[s] > e->o.max_tokens)
-            return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d has %lld tokens; give "
-                                "1..%lld (max_tokens)", s, (long long)lens[s],
-                                (long long)e->o.max_tokens);
+        if (lens[s] < 1 || lens[s] > max_tokens)
+            return fe_error_set(err, FE_E_BOUNDS, "encoder: sentence %d has %lld tokens; give "
+                                "1..%lld (max_tokens)", s, (long long)lens[s], (long long)max_tokens);
         for (int64_t i = 0; i < lens[s]; i++) {
-            if (ids[s][i] < 0 || ids[s][i] >= e->w->cfg.vocab)
-                return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d: id %d at %lld is "
+            if (ids[s][i] < 0 || ids[s][i] >= vocab)
+                return fe_error_set(err, FE_E_BOUNDS, "encoder: sentence %d: id %d at %lld is "
                                     "outside the vocabulary of %lld", s, ids[s][i], (long long)i,
-                                    (long long)e->w->cfg.vocab);
-            e->ids[row + i] = ids[s][i];
-            e->positions[row + i] = (int32_t)i;
+                                    (long long)vocab);
+            ids_out[row + i] = ids[s][i];
+            if (positions_out) positions_out[row + i] = (int32_t)i;
         }
         row += lens[s];
     }
-    words[e->o.slots - 1] = (fe_word){"n", row};
+    words[slots - 1] = (fe_word){"n", row};
+    return FE_OK;
+}
+
+fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int64_t *lens,
+                             int n_seqs, const float **hidden) {
+    fe_error_clear(&e->err);
+    fe_word words[FE_ENCODER_MAX_SLOTS];
+    fe_status st = fe_encoder_pack(ids, lens, n_seqs, e->o.slots, e->o.max_tokens, e->w->cfg.vocab,
+                                   e->ids, e->positions, words, &e->err);
+    if (st != FE_OK) return st;
     fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
                              {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
     fe_tensor outs[1];
     int n_out = 0;
-    fe_status st = fe_graph_call(e->g, in, 2, words, e->o.slots, outs, 1, &n_out);
+    st = fe_graph_call(e->g, in, 2, words, e->o.slots, outs, 1, &n_out);
     if (st != FE_OK) return fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     *hidden = outs[0].data;
     return FE_OK;

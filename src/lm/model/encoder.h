@@ -59,6 +59,18 @@ fe_graph *fe_encoder_graph(fe_encoder *e);
 fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int64_t *lens,
                              int n_seqs, const float **hidden);
 
+/* The per-call word of where packed sentence s (1..FE_ENCODER_MAX_SLOTS-1) starts: "o<s>". */
+const char *fe_encoder_start_word(int s);
+
+/* Packs n_seqs (1..slots) sentences ids[s] of lens[s] (1..max_tokens) tokens, each id in
+ * [0, vocab), one after another into ids_out (and each token's position in its sentence into
+ * positions_out, unless NULL), and fills words[0..slots) with the call's per-call words: where
+ * sentences 1..slots-1 start (empty slots start at the end), then "n", the rows in all.
+ * FE_E_BOUNDS naming the sentence, in err, for a count, length or id out of range. */
+fe_status fe_encoder_pack(const int32_t *const *ids, const int64_t *lens, int n_seqs, int slots,
+                          int64_t max_tokens, int64_t vocab, int32_t *ids_out,
+                          int32_t *positions_out, fe_word *words, fe_error *err);
+
 typedef enum fe_pooling { FE_POOLING_MEAN, FE_POOLING_CLS, FE_POOLING_LAST } fe_pooling;
 
 /* A sentence's vector from its hidden rows h (n, H): pooled, cut to its first dim values

@@ -27,11 +27,6 @@ struct fe_gemma3_encoder {
     fe_error err;
 };
 
-static const char *const start_word[FE_ENCODER_MAX_SLOTS] = {
-    "o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9", "o10", "o11", "o12", "o13", "o14",
-    "o15", "o16", "o17", "o18", "o19", "o20", "o21", "o22", "o23", "o24", "o25", "o26", "o27",
-    "o28", "o29", "o30", "o31"};
-
 const char *fe_gemma3_encoder_message(const fe_gemma3_encoder *e) { return e->err.message; }
 int64_t fe_gemma3_encoder_max_tokens(const fe_gemma3_encoder *e) { return e->o.max_tokens; }
 int fe_gemma3_encoder_slots(const fe_gemma3_encoder *e) { return e->o.slots; }
@@ -71,7 +66,7 @@ static fe_status body(fe_trace *t, const void *model) {
     fe_val n = fe_scratchpad(t, "n");
     fe_val start[FE_ENCODER_MAX_SLOTS + 1];
     start[0] = fe_const(0);
-    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, start_word[s]);
+    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, fe_encoder_start_word((int)s));
     start[S] = n;
     fe_h ids = fe_bound(t, fe_input(t, "ids"), 0, n);
     fe_h x = fe_block_apply(t, "RowwiseMul", fe_take(t, fe_weight(t, "embed"), ids),
@@ -207,32 +202,14 @@ void fe_gemma3_encoder_destroy(fe_gemma3_encoder *e) {
 fe_status fe_gemma3_encoder_forward(fe_gemma3_encoder *e, const int32_t *const *ids,
                                     const int64_t *lens, int n_seqs, const float **hidden) {
     fe_error_clear(&e->err);
-    if (n_seqs < 1 || n_seqs > e->o.slots)
-        return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: a call of %d sentences; this encoder "
-                            "takes 1..%d (its batch)", n_seqs, e->o.slots);
     fe_word words[FE_ENCODER_MAX_SLOTS];
-    int64_t row = 0;
-    for (int s = 0; s < e->o.slots; s++) {
-        if (s > 0) words[s - 1] = (fe_word){start_word[s], row};
-        if (s >= n_seqs) continue;
-        if (lens[s] < 1 || lens[s] > e->o.max_tokens)
-            return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d has %lld tokens; give "
-                                "1..%lld (max_tokens)", s, (long long)lens[s],
-                                (long long)e->o.max_tokens);
-        for (int64_t i = 0; i < lens[s]; i++) {
-            if (ids[s][i] < 0 || ids[s][i] >= e->m->cfg.vocab)
-                return fe_error_set(&e->err, FE_E_BOUNDS, "encoder: sentence %d: id %d at %lld is "
-                                    "outside the vocabulary of %lld", s, ids[s][i], (long long)i,
-                                    (long long)e->m->cfg.vocab);
-            e->ids[row + i] = ids[s][i];
-        }
-        row += lens[s];
-    }
-    words[e->o.slots - 1] = (fe_word){"n", row};
+    fe_status st = fe_encoder_pack(ids, lens, n_seqs, e->o.slots, e->o.max_tokens, e->m->cfg.vocab,
+                                   e->ids, NULL, words, &e->err);
+    if (st != FE_OK) return st;
     fe_named_tensor in = {"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
     fe_tensor outs[1];
     int n_out = 0;
-    fe_status st = fe_graph_call(e->g, &in, 1, words, e->o.slots, outs, 1, &n_out);
+    st = fe_graph_call(e->g, &in, 1, words, e->o.slots, outs, 1, &n_out);
     if (st) return fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     *hidden = outs[0].data;
     return FE_OK;
