@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 4)))
-static fe_status pool_fail(fe_error *err, fe_status st, const char *fmt, ...) {
+fe_status serve_fail(fe_error *err, fe_status st, const char *fmt, ...) {
     if (err) {
         err->status = st;
         va_list ap;
@@ -469,9 +468,9 @@ static fe_status start_batches(serve_pool *p, fe_lm_model *const *models, fe_err
         bo.chunk = p->o.chunk;
         fe_error e = {0};
         if (fe_lm_batch_create(models[gi], &bo, &g->batch, &e) != FE_OK)
-            return pool_fail(err, e.status ? e.status : FE_E_STATE, "group %d: %s", gi, e.message);
+            return serve_fail(err, e.status ? e.status : FE_E_STATE, "group %d: %s", gi, e.message);
         if (pthread_create(&g->thread, NULL, group_worker, g) != 0)
-            return pool_fail(err, FE_E_STATE, "group %d: cannot start its thread", gi);
+            return serve_fail(err, FE_E_STATE, "group %d: cannot start its thread", gi);
         g->started = true;
     }
     return FE_OK;
@@ -486,9 +485,9 @@ static fe_status start_sessions(serve_pool *p, fe_lm_model *const *models, fe_er
         slot *s = &p->slots[i];
         fe_error e = {0};
         if (fe_lm_session_create(models[i % p->n_groups], &so, &s->s, &e) != FE_OK)
-            return pool_fail(err, e.status ? e.status : FE_E_STATE, "slot %d: %s", i, e.message);
+            return serve_fail(err, e.status ? e.status : FE_E_STATE, "slot %d: %s", i, e.message);
         if (pthread_create(&s->thread, NULL, worker, s) != 0)
-            return pool_fail(err, FE_E_STATE, "slot %d: cannot start its thread", i);
+            return serve_fail(err, FE_E_STATE, "slot %d: cannot start its thread", i);
         s->started = true;
     }
     return FE_OK;
@@ -498,11 +497,11 @@ fe_status pool_create(fe_lm_model *const *models, int n_models, const pool_optio
                       serve_metrics *metrics, serve_pool **out, fe_error *err) {
     *out = NULL;
     if (o->batch && (o->slots + n_models - 1) / n_models > FE_LM_BATCH_MAX_SLOTS)
-        return pool_fail(err, FE_E_INVALID, "%d slots in %d group%s: a batch takes at most %d "
+        return serve_fail(err, FE_E_INVALID, "%d slots in %d group%s: a batch takes at most %d "
                          "slots; give fewer slots or more groups", o->slots, n_models,
                          n_models == 1 ? "" : "s", FE_LM_BATCH_MAX_SLOTS);
     serve_pool *p = calloc(1, sizeof *p);
-    if (!p) return pool_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
+    if (!p) return serve_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
     p->o = *o;
     p->metrics = metrics;
     pthread_mutex_init(&p->mu, NULL);
@@ -514,7 +513,7 @@ fe_status pool_create(fe_lm_model *const *models, int n_models, const pool_optio
         free(p->groups);
         p->groups = NULL;
         pool_destroy(p);
-        return pool_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
+        return serve_fail(err, FE_E_NOMEM, "out of memory for the slot pool");
     }
     p->n_groups = n_models;
     for (int gi = 0; gi < n_models; gi++) {

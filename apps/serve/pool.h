@@ -28,6 +28,10 @@
 #include "reply.h"
 #include "request.h"
 
+/* Sets *err (when not NULL) to st and the formatted message; returns st. */
+__attribute__((format(printf, 3, 4)))
+fe_status serve_fail(fe_error *err, fe_status st, const char *fmt, ...);
+
 typedef struct serve_pool serve_pool;
 
 typedef struct pool_options {

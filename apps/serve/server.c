@@ -483,27 +483,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the server ---- */
 
-__attribute__((format(printf, 3, 4)))
-static fe_status fail(fe_error *err, fe_status st, const char *fmt, ...) {
-    if (err) {
-        err->status = st;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 fe_status server_start(fe_lm_model *const *models, int n_models, const serve_options *o,
                        serve_server **out, fe_error *err) {
     fe_lm_model *m = models[0];
     *out = NULL;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     if (inet_pton(AF_INET, o->host, &addr.sin_addr) != 1)
-        return fail(err, FE_E_INVALID, "--host %s is not an IPv4 address; give one such as 127.0.0.1", o->host);
+        return serve_fail(err, FE_E_INVALID, "--host %s is not an IPv4 address; give one such as 127.0.0.1", o->host);
     serve_server *s = calloc(1, sizeof *s);
-    if (!s) return fail(err, FE_E_NOMEM, "out of memory");
+    if (!s) return serve_fail(err, FE_E_NOMEM, "out of memory");
     s->m = m;
     s->o = *o;
     s->created = (int64_t)time(NULL);
@@ -525,7 +513,7 @@ fe_status server_start(fe_lm_model *const *models, int n_models, const serve_opt
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         server_stop(s);
-        return fail(err, FE_E_IO, "cannot listen on %s:%d (in use, or not an address of this "
+        return serve_fail(err, FE_E_IO, "cannot listen on %s:%d (in use, or not an address of this "
                     "machine); give another --port or --host", o->host, o->port);
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
