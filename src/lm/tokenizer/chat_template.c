@@ -194,6 +194,18 @@ fe_status fe_chat_template_from_gguf(const fe_gguf *g, fe_chat_template *out, fe
     return st == FE_OK ? fe_chat_template_recognize(s, n, out, err) : st;
 }
 
+/* Message i has a role (system, user or assistant) and content. */
+static fe_status check_message(const fe_chat_message *msgs, int i, fe_error *err) {
+    if (!msgs[i].role || !msgs[i].content)
+        return fe_error_set(err, FE_E_INVALID, "chat template: message %d has no %s", i,
+                            msgs[i].role ? "content" : "role");
+    if (strcmp(msgs[i].role, "system") != 0 && strcmp(msgs[i].role, "user") != 0 &&
+        strcmp(msgs[i].role, "assistant") != 0)
+        return fe_error_set(err, FE_E_INVALID, "chat template: message %d has role \"%s\"; "
+                            "give system, user or assistant", i, msgs[i].role);
+    return FE_OK;
+}
+
 /* Gemma's template: no system turn (a system message opens the first user turn, followed by
  * a blank line), "model" for the assistant, each content trimmed of surrounding whitespace */
 static fe_status apply_gemma(const fe_chat_message *msgs, int n, bool add_generation_prompt,
@@ -202,13 +214,8 @@ static fe_status apply_gemma(const fe_chat_message *msgs, int n, bool add_genera
         return fe_error_set(err, FE_E_INVALID, "chat template: %d messages; give 0 or more", n);
     size_t cap = 64;
     for (int i = 0; i < n; i++) {
-        if (!msgs[i].role || !msgs[i].content)
-            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has no %s", i,
-                                msgs[i].role ? "content" : "role");
-        if (strcmp(msgs[i].role, "system") != 0 && strcmp(msgs[i].role, "user") != 0 &&
-            strcmp(msgs[i].role, "assistant") != 0)
-            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has role \"%s\"; "
-                                "give system, user or assistant", i, msgs[i].role);
+        fe_status st = check_message(msgs, i, err);
+        if (st != FE_OK) return st;
         if (i > 0 && msgs[i].role[0] == 's')
             return fe_error_set(err, FE_E_INVALID, "chat template: message %d is a system "
                                 "message; Gemma takes one only first", i);
@@ -257,13 +264,8 @@ fe_status fe_chat_template_apply_messages(const fe_chat_template *t, const fe_ch
     const char *dflt = has_system ? NULL : t->default_system;
     size_t cap = (dflt ? strlen(dflt) : 0) + 128;
     for (int i = 0; i < n; i++) {
-        if (!msgs[i].role || !msgs[i].content)
-            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has no %s", i,
-                                msgs[i].role ? "content" : "role");
-        if (strcmp(msgs[i].role, "system") != 0 && strcmp(msgs[i].role, "user") != 0 &&
-            strcmp(msgs[i].role, "assistant") != 0)
-            return fe_error_set(err, FE_E_INVALID, "chat template: message %d has role \"%s\"; "
-                                "give system, user or assistant", i, msgs[i].role);
+        fe_status st = check_message(msgs, i, err);
+        if (st != FE_OK) return st;
         cap += strlen(msgs[i].content) + 96;
     }
     char *s = fe_malloc(cap);
