@@ -1,7 +1,11 @@
 /* tests/test_device.c: the CPU device: features agree with the ISA chosen, the ISA cap and
  * worker count are honoured, bad options are refused with a message, FERRUM_WORKERS and
  * FERRUM_ISA are honoured or refused naming the variable (never ignored), and the pool runs
- * steps on their width with a barrier between steps, over many dispatches. */
+ * steps on their width with a barrier between steps, over many dispatches; a pinned pool pins
+ * its workers inside the CPUs the process may use and gives the dispatching thread its own CPU
+ * mask back when it is destroyed. */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -191,6 +195,43 @@ static void pool_runs_steps_on_their_width_with_barriers(void **s) {
     }
 }
 
+static void record_cpu(void *ctx, int ith, int nth) {
+    (void)nth;
+    ((int *)ctx)[ith] = sched_getcpu();
+}
+
+static void pinning_stays_inside_the_allowed_cpus_and_is_undone(void **s) {
+    (void)s;
+    cpu_set_t original, narrowed, after;
+    assert_int_equal(sched_getaffinity(0, sizeof original, &original), 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &original)) last = c;
+    assert_true(last >= 0);
+    /* allow only the highest CPU: both workers must land on it, never on CPU 0 */
+    CPU_ZERO(&narrowed);
+    CPU_SET(last, &narrowed);
+    assert_int_equal(sched_setaffinity(0, sizeof narrowed, &narrowed), 0);
+    fe_device_options o = {.n_workers = 2, .max_isa = -1, .pin = true};
+    fe_device *dev = NULL;
+    fe_status st = fe_device_create(&o, &dev, NULL);
+    /* restore before any assertion can leave this process narrowed */
+    assert_int_equal(sched_setaffinity(0, sizeof original, &original), 0);
+    assert_int_equal(st, FE_OK);
+    int cpu[2] = {-1, -1};
+    fe_step step = {record_cpu, cpu, 2};
+    fe_device_dispatch(dev, &step, 1);
+    assert_int_equal(cpu[1], last);
+    /* the dispatching thread is pinned while the pool lives, to the first allowed CPU then */
+    cpu_set_t during;
+    assert_int_equal(sched_getaffinity(0, sizeof during, &during), 0);
+    assert_int_equal(CPU_COUNT(&during), 1);
+    assert_true(CPU_ISSET(last, &during));
+    fe_device_destroy(dev);
+    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+    assert_true(CPU_EQUAL(&after, &original));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(features_agree_with_the_isa),
@@ -198,6 +239,7 @@ int main(void) {
         cmocka_unit_test(bad_options_are_refused),
         cmocka_unit_test(bad_environment_is_refused_naming_the_variable),
         cmocka_unit_test(pool_runs_steps_on_their_width_with_barriers),
+        cmocka_unit_test(pinning_stays_inside_the_allowed_cpus_and_is_undone),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);
 }

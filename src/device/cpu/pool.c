@@ -34,9 +34,18 @@ struct fe_pool {
     int n_steps;
     uint64_t *step_ns; /* worker 0 adds each step's time here when not NULL */
     atomic_int stop;
+    /* Pinning: worker i runs on cpus[i], the i-th CPU the creating thread was allowed (mod
+     * their count). Worker 0 is whichever thread dispatches: it is pinned at its first
+     * dispatch, and its own mask comes back at destroy, so threads it starts later (an HTTP
+     * server's, a child process) are not left on one CPU. */
+    bool pin;
+    int *cpus;
+    bool runner_pinned;
+    pthread_t runner;
+    cpu_set_t runner_mask;
 };
 
-typedef struct { fe_pool *pool; int ith; bool pin; } worker_arg;
+typedef struct { fe_pool *pool; int ith; } worker_arg;
 
 static void futex_wait(atomic_uint *w, unsigned v) {
     syscall(SYS_futex, (unsigned *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
@@ -97,17 +106,42 @@ static void run_steps(fe_pool *p, int ith) {
     }
 }
 
+static void pin_to(pthread_t thread, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(thread, sizeof set, &set); /* best effort */
+}
+
+/* cpus[i] = the (i mod allowed)-th CPU in the calling thread's affinity mask; false when the
+ * mask cannot be read (the pool then runs unpinned). */
+static bool choose_cpus(int *cpus, int n) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+    int list[CPU_SETSIZE], count = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed)) list[count++] = c;
+    if (count == 0) return false;
+    for (int i = 0; i < n; i++) cpus[i] = list[i % count];
+    return true;
+}
+
+/* Pins the dispatching thread to cpus[0] the first time it dispatches, keeping its own mask
+ * for destroy. A new dispatching thread is pinned in turn; the earlier one keeps its pin. */
+static void pin_runner(fe_pool *p) {
+    pthread_t self = pthread_self();
+    if (p->runner_pinned && pthread_equal(self, p->runner)) return;
+    if (pthread_getaffinity_np(self, sizeof p->runner_mask, &p->runner_mask) != 0) return;
+    p->runner = self;
+    p->runner_pinned = true;
+    pin_to(self, p->cpus[0]);
+}
+
 static void *worker_main(void *arg) {
     worker_arg wa = *(worker_arg *)arg;
     fe_free(arg);
     fe_pool *p = wa.pool;
-    if (wa.pin) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET((int)(wa.ith % (ncpu > 0 ? ncpu : 1)), &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-    }
+    if (p->pin) pin_to(pthread_self(), p->cpus[wa.ith]);
     unsigned seen = 0;
     for (;;) {
         seen = wait_change(&p->go, seen);
@@ -141,12 +175,15 @@ fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err) {
         }
     }
     if (pin && p->n > 1) {
-        /* the creating thread is worker 0: left free, the OS may put it beside worker 1 and
-         * halve the bandwidth of a dispatch (seen in bench/bench_memory) */
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(0, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+        /* worker 0 is pinned too: left free, the OS may put it beside worker 1 and halve the
+         * bandwidth of a dispatch (seen in bench/bench_memory) */
+        p->cpus = fe_calloc((size_t)p->n, sizeof *p->cpus);
+        if (!p->cpus) {
+            fe_error_set(err, FE_E_NOMEM, "device: out of memory creating the worker pool");
+            fe_pool_destroy(p);
+            return NULL;
+        }
+        p->pin = choose_cpus(p->cpus, p->n);
     }
     for (int i = 1; i < p->n; i++) {
         worker_arg *wa = fe_malloc(sizeof *wa);
@@ -155,7 +192,7 @@ fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err) {
             fe_pool_destroy(p);
             return NULL;
         }
-        *wa = (worker_arg){.pool = p, .ith = i, .pin = pin};
+        *wa = (worker_arg){.pool = p, .ith = i};
         if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
             fe_free(wa);
             fe_error_set(err, FE_E_NOMEM,
@@ -174,6 +211,9 @@ void fe_pool_destroy(fe_pool *p) {
     atomic_store(&p->stop, 1);
     bump(&p->go);
     for (int i = 1; i <= p->n_started; i++) pthread_join(p->threads[i], NULL);
+    if (p->runner_pinned && pthread_equal(pthread_self(), p->runner))
+        pthread_setaffinity_np(p->runner, sizeof p->runner_mask, &p->runner_mask);
+    fe_free(p->cpus);
     fe_free(p->threads);
     fe_free(p);
 }
@@ -182,6 +222,7 @@ void fe_pool_run(fe_pool *p, const fe_step *steps, int n_steps, uint64_t *step_n
     p->steps = steps;
     p->n_steps = n_steps;
     p->step_ns = step_ns;
+    if (p->pin) pin_runner(p);
     if (p->n > 1) bump(&p->go); /* release: workers see steps after they see the new word */
     run_steps(p, 0);            /* the last barrier means every worker has finished */
 }

@@ -10,8 +10,9 @@
 
 typedef struct fe_pool fe_pool;
 
-/* NULL when threads or memory cannot be had; `pin` pins worker i to CPU i mod n_cpus, the
- * creating thread (worker 0, which must be the dispatching thread) included. */
+/* NULL when threads or memory cannot be had. `pin` pins worker i to the i-th CPU (mod their
+ * count) the creating thread may run on; worker 0, the dispatching thread, is pinned at its
+ * first dispatch and gets its own CPU mask back at destroy (when it is the one destroying). */
 fe_pool *fe_pool_create(int n_workers, bool pin, fe_error *err);
 void fe_pool_destroy(fe_pool *p);
 /* step_ns, when not NULL, gets each step's wall time added (ns, by worker 0: from the barrier
