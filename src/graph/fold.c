@@ -117,7 +117,7 @@ static void take_output(fe_trace *t, bool *gone, int producer, int consumer) {
 }
 
 /* SiLU, GELU or ElementwiseAdd at c into its producer's epilogue. */
-static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *cs = &t->steps[c];
     bool gelu = strcmp(cs->op->name, "GELU") == 0;
     bool silu = gelu || strcmp(cs->op->name, "SiLU") == 0;
@@ -149,7 +149,8 @@ static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
             ps->operand[res] = cs->operand[1 - side];
         }
         take_output(t, gone, p, c);
-        *kind = FE_FOLD_EPILOGUE;
+        site->kind = FE_FOLD_EPILOGUE;
+        site->into[site->n_into++] = ps->label;
         return true;
     }
     return false;
@@ -174,7 +175,7 @@ static bool same_gemv_input(const fe_trace *t, const fe_tstep *a, const fe_tstep
 /* The gated product at c, ElementwiseMul(act(x Wg), x Wu), into the gate GEMV's swiglu
  * (act SiLU, already in the gate's epilogue or a step of its own) or geglu (act GELU tanh,
  * a step of its own) epilogue; the up GEMV and the activation step go. */
-static bool fold_gated(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+static bool fold_gated(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *cs = &t->steps[c];
     if (strcmp(cs->op->name, "ElementwiseMul") != 0) return false;
     for (int side = 0; side < 2; side++) {
@@ -203,8 +204,13 @@ static bool fold_gated(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
         gs->operand[operand_named(gs->op, "up")] = us->operand[operand_named(us->op, "w")];
         take_output(t, gone, g, c);
         gone[u] = true;
-        if (act >= 0) gone[act] = true;
-        *kind = FE_FOLD_EPILOGUE;
+        site->kind = FE_FOLD_EPILOGUE;
+        site->into[site->n_into++] = gs->label;
+        site->also[site->n_also++] = us->label;
+        if (act >= 0) {
+            gone[act] = true;
+            site->also[site->n_also++] = t->steps[act].label;
+        }
         return true;
     }
     return false;
@@ -220,7 +226,7 @@ static bool lives_past_call(const fe_trace *t, const fe_tstep *st) {
  * into a GEMV whose result outlives the call (the head's logits): the prologue sums the
  * squares in another order than RMSNorm's kernels, and the outputs stay as the bodies
  * written by hand gave them, bit for bit (a norm and a head GEMV cost one barrier more). */
-static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *ns = &t->steps[c];
     int wi = operand_named(ns->op, "weight");
     if (strcmp(ns->op->name, "RMSNorm") != 0 || wi < 0 || !ns->operand[wi]) return false;
@@ -242,7 +248,7 @@ static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
             n++;
         }
     }
-    if (n == 0) return false;
+    if (n == 0 || n > FE_FOLD_MAX_INTO) return false;
     for (int s = c + 1; s < t->n_steps; s++) {
         fe_tstep *st = &t->steps[s];
         int x = operand_named(st->op, "x");
@@ -251,14 +257,15 @@ static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
             return false; /* no room for the params: leave the trace as the pass found it */
         st->operand[x] = ns->operand[0];
         st->operand[operand_named(st->op, "norm_weight")] = ns->operand[wi];
+        site->into[site->n_into++] = st->label;
     }
     gone[c] = true;
-    *kind = FE_FOLD_PROLOGUE;
+    site->kind = FE_FOLD_PROLOGUE;
     return true;
 }
 
 /* A Copy at c into a state, into the drain of its source's producer. */
-static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *cs = &t->steps[c];
     if (strcmp(cs->op->name, "Copy") != 0) return false;
     const fe_view *dst = fe_trace_view(t, (fe_h){cs->operand[first_output(cs->op)]});
@@ -271,7 +278,8 @@ static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
     if (!same_shape(src, dst) || (!ps->op->operands[o].strided && !fe_view_is_contiguous(dst)))
         return false;
     take_output(t, gone, p, c);
-    *kind = FE_FOLD_DRAIN;
+    site->kind = FE_FOLD_DRAIN;
+    site->into[site->n_into++] = ps->label;
     return true;
 }
 
@@ -321,17 +329,16 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
                 memcpy(saved, t->steps, (size_t)t->n_steps * sizeof *saved);
                 memcpy(gone_saved, gone, (size_t)t->n_steps * sizeof *gone);
             }
-            fe_fold_kind kind;
-            bool done = fold_epilogue(t, gone, s, &kind) || fold_gated(t, gone, s, &kind) ||
-                        fold_prologue(t, gone, s, &kind) || fold_drain(t, gone, s, &kind);
+            fe_fold_site site = {.version = t->g->n_versions, .step = t->steps[s].label};
+            bool done = fold_epilogue(t, gone, s, &site) || fold_gated(t, gone, s, &site) ||
+                        fold_prologue(t, gone, s, &site) || fold_drain(t, gone, s, &site);
             if (!done) continue;
-            if (o->fold == FE_FOLD_PRICED &&
-                !o->fold_price(o->fold_user, kind, t->steps[s].label)) {
+            if (o->fold == FE_FOLD_PRICED && !o->fold_price(o->fold_user, &site)) {
                 memcpy(t->steps, saved, (size_t)t->n_steps * sizeof *saved); /* not taken */
                 memcpy(gone, gone_saved, (size_t)t->n_steps * sizeof *gone);
                 continue;
             }
-            counts[kind]++;
+            counts[site.kind]++;
             again = true;
         }
     }
