@@ -189,9 +189,19 @@ static void an_intermediate_another_step_reads_is_not_folded(void **s) {
     fe_graph_destroy(g);
 }
 
-static bool no_prologues(void *user, fe_fold_kind kind, const char *step) {
-    (void)user, (void)step;
-    return kind != FE_FOLD_PROLOGUE;
+/* keeps every fold but prologues; checks the site names the steps it joins */
+static bool no_prologues(void *user, const fe_fold_site *site) {
+    (void)user;
+    assert_non_null(site->step);
+    assert_true(site->n_into >= 1);
+    if (site->kind == FE_FOLD_PROLOGUE) {
+        assert_string_equal(site->step, "RMSNorm#0");
+        assert_string_equal(site->into[0], "GEMV#1");
+    } else {
+        assert_string_equal(site->step, "ElementwiseAdd#2");
+        assert_string_equal(site->into[0], "GEMV#1");
+    }
+    return site->kind != FE_FOLD_PROLOGUE;
 }
 
 static void priced_keeps_only_the_folds_its_price_keeps(void **s) {

@@ -173,7 +173,7 @@ static int64_t gemv_tunable(const fe_profile *p, const char *dtype, const char *
     fe_error err;
     if (fe_tune_shape_init(test_dev, &req, &sh, &err) != FE_OK) fail_msg("%s", err.message);
     sh.profile = p;
-    if (fe_tune_shape_kernel(test_dev, &sh, NULL, &k, &err) != FE_OK) fail_msg("%s", err.message);
+    if (fe_tune_shape_kernel(test_dev, &sh, NULL, 0, &k, &err) != FE_OK) fail_msg("%s", err.message);
     int64_t v = fe_kernel_tunable(k, name);
     fe_kernel_destroy(k);
     return v;

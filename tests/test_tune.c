@@ -175,6 +175,35 @@ static void tune_lists_the_default_and_each_searched_value_not_the_held(void **s
     fe_tune_result_destroy(r);
 }
 
+/* Pairs of design tunables with small domains are searched together (GEMV rows_per_step x
+ * prefetch: 3 x 7 combinations besides the default's row and column); WIDTH is searched
+ * alone; the default stays row 0. */
+static void small_domains_are_searched_jointly(void **s) {
+    (void)s;
+    fe_setting set[] = {{"N", 64}, {"K", 64}, {"B", 1}};
+    fe_tune_request req = {.op = "GEMV", .settings = set, .n_settings = 3};
+    fe_tune_options o = quick();
+    fe_tune_result *r = NULL;
+    fe_error err;
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    assert_string_equal(fe_tune_result_row(r, 0)->setting, "default");
+    int pairs = 0;
+    for (int i = 0; i < fe_tune_result_count(r); i++) {
+        const char *set_i = fe_tune_result_row(r, i)->setting;
+        pairs += strncmp(set_i, "rows_per_step=", 14) == 0 && strstr(set_i, " prefetch=") != NULL;
+        assert_null(strstr(set_i, " WIDTH=")); /* never in a pair */
+        assert_false(strncmp(set_i, "WIDTH=", 6) == 0 && strchr(set_i, ' '));
+    }
+    assert_int_equal(pairs, 3 * 7);
+    const fe_tune_row *both = find_row(r, "rows_per_step=8 prefetch=0");
+    assert_non_null(both);
+    assert_int_equal(both->verdict, FE_TUNE_CANDIDATE);
+    assert_null(find_row(r, "rows_per_step=2 ")); /* the default's value is in no pair */
+    /* int8_dot = 1 pairs resolve to their single setting's design, not measured again */
+    assert_int_equal(find_row(r, "int8_dot=1 prefetch=0")->verdict, FE_TUNE_SAME_DESIGN);
+    fe_tune_result_destroy(r);
+}
+
 /* A reliable figure is a hit the next time; an unreliable one (a loaded machine) is
  * measured again. Which figures are reliable depends on the machine's load, not asserted. */
 static void a_second_tune_of_the_same_key_is_a_cache_hit(void **s) {
@@ -487,6 +516,7 @@ int main(void) {
         cmocka_unit_test(divisors_domain_lists_multiples_of_step_dividing_the_extent),
         cmocka_unit_test(held_and_derived_tunables_are_not_searched),
         cmocka_unit_test(tune_lists_the_default_and_each_searched_value_not_the_held),
+        cmocka_unit_test(small_domains_are_searched_jointly),
         cmocka_unit_test(a_second_tune_of_the_same_key_is_a_cache_hit),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),

@@ -1,11 +1,13 @@
 /* apps/ferrum/cmd_tune_model.c: `ferrum tune MODEL`: a model's graph tuned on this machine.
  * Opens the model (a checkpoint, or a preset with --random-weights), builds a session of the
- * packaging asked for, and prices every distinct design of its decode step and prefill chunk
- * at a ladder of positions (the cost table, saved per device and packaging), chooses the
- * settings by joint narrowing (with the ablations beside it), then measures both calls as
- * they run, with the defaults and, when narrowing changed something, with its choice: the
- * modelled time is printed beside the measured one. --write-profile keeps the choice as this
- * device's profile, which generate and chat load. */
+ * packaging asked for with every fold (logging the folds), and prices every distinct design
+ * of its decode step and prefill chunk at a ladder of positions (the cost table, saved per
+ * device and packaging); the same for the graph without folds (its own table), from which
+ * each group of folds is kept only where it lowers the modelled time. It chooses the settings
+ * by joint narrowing (with the ablations beside it), then measures both calls as they run,
+ * with the defaults and, when narrowing or the folds changed something, with that choice: the
+ * modelled time is printed beside the measured one. --write-profile keeps the settings as
+ * this device's profile, which generate and chat load (the fold choice is not kept yet). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +23,11 @@ static const char synopsis[] =
     "prefill chunk is measured once at every setting its domains allow (through the cost\n"
     "cache; a warm run measures nothing again), priced at a ladder of positions over\n"
     "--context, and saved as the cost table\n"
-    "(${FERRUM_CACHE_HOME:-~/.cache/ferrum}/tables/<device id>/NAME.PACKAGING.json). Joint\n"
-    "narrowing then chooses each shape's setting to minimise the modelled call time\n"
-    "(dispatch + step costs + barriers); the ablations show it with widths or designs held.\n"
+    "(${FERRUM_CACHE_HOME:-~/.cache/ferrum}/tables/<device id>/NAME.PACKAGING.json). The\n"
+    "graph without folds is priced too (as NAME-unfolded), and each group of folds is kept\n"
+    "only where it lowers the modelled time. Joint narrowing then chooses each shape's\n"
+    "setting to minimise the modelled call time (dispatch + step costs + barriers); the\n"
+    "ablations show it with widths, designs or folds held.\n"
     "Both calls are then measured as they run, and the modelled times printed beside the\n"
     "measured ones. --write-profile keeps the choice for `ferrum generate` and `ferrum chat`.\n"
     "Example:\n"
@@ -123,44 +127,68 @@ static int write_profile(fe_device *dev, const fe_narrowing *n, const char *path
     return FE_EXIT_OK;
 }
 
-static int session(fe_lm_model *m, const tune_model_args *a, const fe_profile *p,
-                   fe_lm_session **s, const fe_cli_io *io) {
+/* A session of the packaging asked for, with profile p (may be NULL) and the folds as
+ * `folds` says (FE_LM_FOLDS_PRICED: asked of price with user). */
+static int session(fe_lm_model *m, const tune_model_args *a, const fe_profile *p, int folds,
+                   fe_fold_price_fn price, void *user, fe_lm_session **s, const fe_cli_io *io) {
     fe_lm_session_options so = fe_lm_session_options_default();
     so.max_seq_len = a->context;
     so.chunk = a->chunk;
     so.each_step = strcmp(a->packaging, "each_step") == 0;
     so.profile = p;
+    so.folds = folds;
+    so.fold_price = price;
+    so.fold_user = user;
     fe_error err;
     if (fe_lm_session_create(m, &so, s, &err) != FE_OK) return fail(io, err.message);
     return FE_EXIT_OK;
 }
 
+/* The table at path, or NULL (none there, --remeasure, or refused: said on stderr). */
+static fe_cost_table *previous_table(const char *path, bool remeasure, const fe_cli_io *io) {
+    fe_cost_table *t = NULL;
+    FILE *old = remeasure ? NULL : fopen(path, "rb");
+    if (old) {
+        fclose(old);
+        fe_error err;
+        if (fe_cost_table_load(path, &t, &err) != FE_OK)
+            fprintf(io->err, "ferrum tune: %s\n", err.message); /* measured again, replaced */
+    }
+    return t;
+}
+
 static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     fe_device *dev = fe_lm_model_device(m);
-    fe_lm_session *s = NULL, *tuned = NULL;
-    fe_cost_table *table = NULL, *previous = NULL;
-    fe_narrowing *n = NULL;
+    fe_lm_session *s = NULL, *tuned = NULL, *plain = NULL;
+    fe_cost_table *table = NULL, *previous = NULL, *unfolded = NULL, *previous_unfolded = NULL;
+    fe_narrowing *n = NULL, *n_unfolded = NULL;
     fe_profile *chosen = NULL;
+    fe_fold_log *log = NULL;
+    fe_fold_pricing *fp = NULL;
     calls c = {0};
     fe_error err;
-    int code = session(m, a, NULL, &s, io);
-    if (code != FE_EXIT_OK) return code;
+    if (fe_fold_log_create(&log, &err) != FE_OK) return fail(io, err.message);
+    /* every fold, each logged (priced by a price that keeps them all) */
+    int code = session(m, a, NULL, FE_LM_FOLDS_PRICED, fe_fold_log_record, log, &s, io);
+    if (code != FE_EXIT_OK) {
+        fe_fold_log_destroy(log);
+        return code;
+    }
     if (make_calls(&c, a->context, a->chunk) != 0) {
         code = fail(io, "out of memory");
         goto done;
     }
-    char name[96], path[1100];
+    char name[96], name_unfolded[120], path[1100], path_unfolded[1100];
     table_name(a->model.model, name, sizeof name);
-    if (fe_cost_table_path(dev, NULL, name, a->packaging, path, sizeof path, &err) != FE_OK) {
+    snprintf(name_unfolded, sizeof name_unfolded, "%.80s-unfolded", name);
+    if (fe_cost_table_path(dev, NULL, name, a->packaging, path, sizeof path, &err) != FE_OK ||
+        fe_cost_table_path(dev, NULL, name_unfolded, a->packaging, path_unfolded,
+                           sizeof path_unfolded, &err) != FE_OK) {
         code = fail(io, err.message);
         goto done;
     }
-    FILE *old = a->remeasure ? NULL : fopen(path, "rb");
-    if (old) {
-        fclose(old);
-        if (fe_cost_table_load(path, &previous, &err) != FE_OK)
-            fprintf(io->err, "ferrum tune: %s\n", err.message); /* measured again, replaced */
-    }
+    previous = previous_table(path, a->remeasure, io);
+    previous_unfolded = previous_table(path_unfolded, a->remeasure, io);
     fe_tune_graph_request req = {fe_lm_session_graph(s), name, c.call, 2};
     fe_tune_options o = fe_tune_options_default();
     o.remeasure = a->remeasure;
@@ -168,6 +196,17 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     o.progress = io->err;
     double t0 = fe_time_ns() * 1e-9;
     if (fe_tune_graph(dev, &req, &o, previous, &table, &err) != FE_OK) {
+        code = fail(io, err.message);
+        goto done;
+    }
+    /* the graph without folds: its own table (most designs are the folded graph's, from the
+     * cost cache), then each group of folds priced against it */
+    code = session(m, a, NULL, FE_LM_FOLDS_NONE, NULL, NULL, &plain, io);
+    if (code != FE_EXIT_OK) goto done;
+    fe_tune_graph_request ureq = {fe_lm_session_graph(plain), name_unfolded, c.call, 2};
+    if (fe_tune_graph(dev, &ureq, &o, previous_unfolded, &unfolded, &err) != FE_OK ||
+        fe_fold_price(unfolded, table, log, &fp, &err) != FE_OK ||
+        fe_narrow(unfolded, fe_narrow_kinds_all(), &n_unfolded, &err) != FE_OK) {
         code = fail(io, err.message);
         goto done;
     }
@@ -181,16 +220,23 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     FILE *f = io->out;
     fprintf(f, "device: %s\nmodel: %s, packaging %s, context %lld, chunk %lld\n", desc,
             a->model.model, a->packaging, (long long)a->context, (long long)a->chunk);
-    fprintf(f, "cost table: %s (%d designs, %d from the cache or the last table; %.1f s)\n\n",
-            path, fe_cost_table_designs(table), fe_cost_table_reused(table), t_tune);
+    fprintf(f, "cost table: %s (%d designs, %d from the cache or the last table)\n", path,
+            fe_cost_table_designs(table), fe_cost_table_reused(table));
+    fprintf(f, "unfolded: %s (%d designs, %d from the cache or the last table); both in %.1f s\n\n",
+            path_unfolded, fe_cost_table_designs(unfolded), fe_cost_table_reused(unfolded), t_tune);
+    fprintf(f, "folds (each group kept only where it lowers the modelled time; settings at "
+            "their defaults): %d of %d groups kept\n", fe_fold_pricing_kept(fp),
+            fe_fold_pricing_groups(fp));
+    fe_fold_pricing_print(fp, f);
+    fputc('\n', f);
     fprintf(f, "joint narrowing (the chosen setting per op and shape):\n");
     fe_narrowing_print(n, f);
-    fprintf(f, "\nablations (modelled call time, each decision held at its default):\n");
+    fprintf(f, "\nablations (modelled call time, each decision held at its default; the "
+            "first three with every fold):\n");
     static const struct { const char *what; fe_narrow_kinds k; } abl[] = {
         {"all decisions", {true, true, true}},
         {"widths held", {false, true, true}},
         {"designs held", {true, false, true}},
-        {"folds held", {true, true, false}},
     };
     for (size_t i = 0; i < sizeof abl / sizeof abl[0]; i++) {
         fe_narrowing *x = NULL;
@@ -198,12 +244,15 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
-        fprintf(f, "  %-14s decode %10.3f ms   prefill chunk %10.3f ms%s\n", abl[i].what,
-                fe_narrowing_predicted_ns(x, 0) / 1e6, fe_narrowing_predicted_ns(x, 1) / 1e6,
-                i == 3 ? "   (the tuner does not price folds yet)" : "");
+        fprintf(f, "  %-14s decode %10.3f ms   prefill chunk %10.3f ms\n", abl[i].what,
+                fe_narrowing_predicted_ns(x, 0) / 1e6, fe_narrowing_predicted_ns(x, 1) / 1e6);
         fe_narrowing_destroy(x);
     }
-    bool changed = false;
+    fprintf(f, "  %-14s decode %10.3f ms   prefill chunk %10.3f ms   (the unfolded graph, "
+            "narrowed)\n", "folds off", fe_narrowing_predicted_ns(n_unfolded, 0) / 1e6,
+            fe_narrowing_predicted_ns(n_unfolded, 1) / 1e6);
+    bool folds_changed = fe_fold_pricing_kept(fp) < fe_fold_pricing_groups(fp);
+    bool changed = folds_changed;
     for (int g = 0; g < fe_narrowing_groups(n); g++)
         changed = changed || strcmp(fe_narrowing_choice(n, g), "default") != 0;
     fe_cost_figure measured[2], measured_tuned[2];
@@ -226,7 +275,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
-        code = session(m, a, chosen, &tuned, io);
+        code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
         if (code != FE_EXIT_OK) goto done;
         fe_tune_graph_request treq = req;
         treq.graph = fe_lm_session_graph(tuned);
@@ -236,20 +285,31 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             goto done;
         }
         print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, true);
+        if (folds_changed)
+            fprintf(f, "  (tuned: with the priced folds; its modelled time above counts every "
+                    "fold: the folds table gives what the refused ones change)\n");
     } else {
-        fprintf(f, "  (narrowing kept every default: the tuned graph is the default one)\n");
+        fprintf(f, "  (narrowing kept every default and every fold: the tuned graph is the "
+                "default one)\n");
     }
-    if (fe_cost_table_save(table, path, &err) != FE_OK) {
+    if (fe_cost_table_save(table, path, &err) != FE_OK ||
+        fe_cost_table_save(unfolded, path_unfolded, &err) != FE_OK) {
         code = fail(io, err.message);
         goto done;
     }
     if (a->write_profile) code = write_profile(dev, n, a->profile_out, io);
 done:
     fe_narrowing_destroy(n);
+    fe_narrowing_destroy(n_unfolded);
     fe_cost_table_destroy(table);
     fe_cost_table_destroy(previous);
+    fe_cost_table_destroy(unfolded);
+    fe_cost_table_destroy(previous_unfolded);
+    fe_fold_pricing_destroy(fp);
     fe_lm_session_destroy(tuned);
+    fe_lm_session_destroy(plain);
     fe_lm_session_destroy(s);
+    fe_fold_log_destroy(log);
     fe_profile_destroy(chosen);
     free(c.tokens);
     return code;

@@ -138,12 +138,27 @@ typedef enum { FE_PACK_AUTO = 0, FE_PACK_FUSED, FE_PACK_EACH_STEP } fe_packaging
 /* The fold pass: none (the steps as traced), all (every admissible fold), priced (each fold
  * the pass finds is kept only when fold_price says so: the tuner's modelled time drops). */
 typedef enum { FE_FOLD_NONE = 0, FE_FOLD_ALL, FE_FOLD_PRICED } fe_fold_mode;
-/* The three folds: a step into its producer's epilogue (SiLU, a residual ElementwiseAdd into
- * a GEMM or GEMV; chains fold in turn), an RMSNorm into the prologue of the GEMVs that read
- * it, a Copy into a state into its producer's drain. */
+/* The three folds: a step into its producer's epilogue (SiLU or GELU, a residual
+ * ElementwiseAdd into a GEMM or GEMV, the gated product of two GEMVs into the gate's; chains
+ * fold in turn), an RMSNorm into the prologue of the GEMVs that read it, a Copy into a state
+ * into its producer's drain. */
 typedef enum { FE_FOLD_EPILOGUE = 0, FE_FOLD_PROLOGUE, FE_FOLD_DRAIN, FE_FOLD_KINDS } fe_fold_kind;
-/* Whether to keep a fold of `kind` of the step labelled `step` (the folded one). */
-typedef bool (*fe_fold_price_fn)(void *user, fe_fold_kind kind, const char *step);
+enum { FE_FOLD_MAX_INTO = 8 };
+/* One fold the pass found, by the trace's step labels ("SiLU#13"; borrowed for the call):
+ * `step` goes, taken in by the steps `into` (its producer; the GEMVs an RMSNorm's prologue
+ * goes into, at most FE_FOLD_MAX_INTO), and the steps `also` go with it (the gated fold's up
+ * GEMV and activation). `version` is the index the version being compiled will have. */
+typedef struct fe_fold_site {
+    fe_fold_kind kind;
+    int version;
+    const char *step;
+    const char *into[FE_FOLD_MAX_INTO];
+    int n_into;
+    const char *also[2];
+    int n_also;
+} fe_fold_site;
+/* Whether to keep the fold. */
+typedef bool (*fe_fold_price_fn)(void *user, const fe_fold_site *site);
 
 typedef struct fe_compile_options {
     fe_packaging packaging; /* AUTO: fused unless a dispatch-time value forces each_step */

@@ -238,6 +238,12 @@ typedef struct fe_lm_session_options {
      * temperature, top_k, top_p and seed and no host-only option draws on the device;
      * any other samples on the host. Default: greedy. Its seed is at most 2^53. */
     fe_lm_sampling sampling;
+    /* The fold pass over the model's plainly written body (ferrum/graph.h): every fold it
+     * admits (ALL, the default: the fused graph), none (NONE: each step alone), or each fold
+     * asked of fold_price with fold_user (PRICED: the tuner's, fe_fold_pricing_keeps). */
+    enum { FE_LM_FOLDS_ALL = 0, FE_LM_FOLDS_NONE, FE_LM_FOLDS_PRICED } folds;
+    fe_fold_price_fn fold_price;
+    void *fold_user; /* borrowed: it must outlive the session */
 } fe_lm_session_options;
 
 FE_API fe_lm_session_options fe_lm_session_options_default(void);

@@ -225,6 +225,49 @@ FE_API int fe_cost_table_calls(const fe_cost_table *t);
 /* Designs taken from `previous` or the cache without measuring, of those in the table. */
 FE_API int fe_cost_table_reused(const fe_cost_table *t);
 
+/* ---- pricing the folds ---- */
+
+/* The folds a compile finds, by the trace's step labels (ferrum/graph.h fe_fold_site). */
+typedef struct fe_fold_log fe_fold_log;
+FE_API fe_status fe_fold_log_create(fe_fold_log **out, fe_error *err);
+FE_API void fe_fold_log_destroy(fe_fold_log *l); /* NULL allowed */
+/* A fe_fold_price_fn (user: the log) that records the site and keeps the fold: a compile
+ * with fold = priced and this price folds as fold = all does. Out of memory it keeps the fold
+ * unrecorded and the log says so (fe_fold_log_sites returns -1). */
+FE_API bool fe_fold_log_record(void *log, const fe_fold_site *site);
+FE_API int fe_fold_log_sites(const fe_fold_log *l);
+
+/* The folds priced: each kept only where the modelled time drops. */
+typedef struct fe_fold_pricing fe_fold_pricing;
+
+/* Prices the logged folds of a graph from two cost tables of its calls, in the same order:
+ * `unfolded` (compiled with fold = none) and `folded` (with every fold, as logged); each
+ * call's version (fe_tune_graph sets it) names the logged sites it holds. Sites that share a
+ * step are priced together (a chain into one GEMM, the gated product and its SiLU, an
+ * RMSNorm's prologue and a drain into the same GEMV): their figures cannot be told apart. A
+ * group's unfolded time is, in the unfolded table, the steps that go and the steps taking
+ * them in, each as the call models a step (its default's median, less the dispatch in a
+ * fused call), plus a barrier for each step that goes (fused); its folded time, the steps
+ * taking them in, in the folded table. The group is kept only where folded < unfolded; one
+ * whose steps a table lacks is not kept. FE_E_INVALID naming the call when the tables'
+ * calls differ or a call's version is unknown. Caller fe_fold_pricing_destroy()s. */
+FE_API fe_status fe_fold_price(const fe_cost_table *unfolded, const fe_cost_table *folded,
+                               const fe_fold_log *log, fe_fold_pricing **out, fe_error *err);
+FE_API void fe_fold_pricing_destroy(fe_fold_pricing *p); /* NULL allowed */
+/* A fe_fold_price_fn (user: the pricing): keeps a fold whose group was kept. */
+FE_API bool fe_fold_pricing_keeps(void *pricing, const fe_fold_site *site);
+/* Groups priced, and those kept. */
+FE_API int fe_fold_pricing_groups(const fe_fold_pricing *p);
+FE_API int fe_fold_pricing_kept(const fe_fold_pricing *p);
+/* The modelled time of call c (the tables' order) with the folds as `mode` says: none
+ * (the unfolded table), all (the folded table) or priced (the unfolded, less what each kept
+ * group saves), in ns with every setting at its default. */
+FE_API double fe_fold_pricing_call_ns(const fe_fold_pricing *p, int call, fe_fold_mode mode);
+/* The decisions as text: per call and kind of group (the ops folded and what took them in),
+ * how many groups were kept of how many, their unfolded and folded times, then the calls
+ * with no folds, all, and the priced ones. */
+FE_API void fe_fold_pricing_print(const fe_fold_pricing *p, FILE *f);
+
 /* ---- joint narrowing ---- */
 
 /* Which decisions narrowing may take; an ablation turns one off (held at the default). */

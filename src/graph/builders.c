@@ -179,10 +179,12 @@ static int record(fe_trace *t, int dst, const char *opname, const fe_h *inputs, 
     for (int i = 0; i < op->n_operands; i++)
         if (op->operands[i].role == FE_OUT && !place_output(t, &st, &c, i, i == first_out ? dst : 0))
             return 0;
-    /* scratch read by this step lives at least until it */
+    /* scratch read by this step lives at least until it (an output, read after fe_output,
+     * keeps living past the call) */
     for (int i = 0; i < op->n_operands; i++) {
         const fe_view *v = st.operand[i] ? fe_trace_view(t, (fe_h){st.operand[i]}) : NULL;
-        if (v && v->kind == BUF_SCRATCH) t->scratch[v->buf].last = t->n_steps;
+        if (v && v->kind == BUF_SCRATCH && t->scratch[v->buf].last < t->n_steps)
+            t->scratch[v->buf].last = t->n_steps;
     }
     t->steps[t->n_steps++] = st;
     return st.operand[first_out];

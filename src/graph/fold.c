@@ -1,10 +1,13 @@
 /* graph/fold.c: the fold pass, on a version's trace before its kernels are made. It finds
  * the three folds of a plainly written body and rewrites the steps:
- *   epilogue  a step into its producer's epilogue: SiLU into a GEMM (activation) or a GEMV
- *             (epilogue silu), an ElementwiseAdd into a GEMM or GEMV as its residual; chains
- *             fold one after another (GEMM -> SiLU -> Add is one GEMM);
+ *   epilogue  a step into its producer's epilogue: SiLU or GELU into a GEMM (activation
+ *             silu, gelu or gelu_erf by the GELU's form) or SiLU into a GEMV (epilogue silu),
+ *             an ElementwiseAdd into a GEMM or GEMV as its residual; chains fold one after
+ *             another (GEMM -> SiLU -> Add is one GEMM); and the gated product of two GEMVs
+ *             of one input, act(x Wg) * (x Wu) with act SiLU or GELU tanh, into the gate's
+ *             swiglu or geglu epilogue (the up GEMV goes, its matrix becomes the gate's up);
  *   prologue  an RMSNorm into the GEMVs that read it (prologue rmsnorm), when every reader
- *             is such a GEMV;
+ *             is such a GEMV and none computes a graph output;
  *   drain     a Copy into a state into the step that produced its source (the producer
  *             writes the state's view itself).
  * A fold is taken only when the intermediate is read by the folded step alone (no other
@@ -113,11 +116,15 @@ static void take_output(fe_trace *t, bool *gone, int producer, int consumer) {
     gone[consumer] = true;
 }
 
-/* SiLU or ElementwiseAdd at c into its producer's epilogue. */
-static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+/* SiLU, GELU or ElementwiseAdd at c into its producer's epilogue. */
+static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *cs = &t->steps[c];
-    bool silu = strcmp(cs->op->name, "SiLU") == 0, add = strcmp(cs->op->name, "ElementwiseAdd") == 0;
+    bool gelu = strcmp(cs->op->name, "GELU") == 0;
+    bool silu = gelu || strcmp(cs->op->name, "SiLU") == 0;
+    bool add = strcmp(cs->op->name, "ElementwiseAdd") == 0;
     if (!silu && !add) return false;
+    /* the GEMM activation that computes the step: silu, or gelu / gelu_erf by GELU's form */
+    const char *act = !gelu ? "silu" : is_option(cs, "form", "erf") ? "gelu_erf" : "gelu";
     for (int side = 0; side < (add ? 2 : 1); side++) {
         int p = sole_producer(t, gone, cs->operand[side], c);
         if (p < 0) continue;
@@ -130,9 +137,9 @@ static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
         int res = operand_named(ps->op, "residual");
         if (silu) {
             if (gemm ? !is_option(ps, "activation", "none") || (res >= 0 && ps->operand[res])
-                     : !is_option(ps, "epilogue", "none"))
+                     : gelu || !is_option(ps, "epilogue", "none")) /* a GEMV has no gelu alone */
                 continue;
-            if (!set_param(ps, gemm ? "activation" : "epilogue", "silu", 0)) continue;
+            if (!set_param(ps, gemm ? "activation" : "epilogue", act, 0)) continue;
         } else {
             const fe_view *r = fe_trace_view(t, (fe_h){cs->operand[1 - side]});
             if (res < 0 || ps->operand[res] || !same_shape(r, out) || !fe_view_is_contiguous(r) ||
@@ -142,14 +149,84 @@ static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
             ps->operand[res] = cs->operand[1 - side];
         }
         take_output(t, gone, p, c);
-        *kind = FE_FOLD_EPILOGUE;
+        site->kind = FE_FOLD_EPILOGUE;
+        site->into[site->n_into++] = ps->label;
         return true;
     }
     return false;
 }
 
-/* RMSNorm at c into the prologue of every GEMV reading it (each must be one that can). */
-static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+/* Whether GEMVs a and b take the same input the same way: one x view, the same prologue
+ * (norm weight and eps), activation design and matrix shape and dtype; b's epilogue none. */
+static bool same_gemv_input(const fe_trace *t, const fe_tstep *a, const fe_tstep *b) {
+    int x = operand_named(a->op, "x"), w = operand_named(a->op, "w");
+    int nw = operand_named(a->op, "norm_weight"), up = operand_named(a->op, "up");
+    int res = operand_named(a->op, "residual");
+    if (x < 0 || w < 0 || nw < 0 || up < 0 || res < 0) return false;
+    if (a->operand[x] != b->operand[x] || a->operand[nw] != b->operand[nw] || b->operand[up] ||
+        b->operand[res] || !is_option(b, "epilogue", "none"))
+        return false;
+    const char *same[] = {"prologue", "eps", "act_int8"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        if (param(a, same[i]) != param(b, same[i])) return false;
+    return same_shape(fe_trace_view(t, (fe_h){a->operand[w]}), fe_trace_view(t, (fe_h){b->operand[w]}));
+}
+
+/* The gated product at c, ElementwiseMul(act(x Wg), x Wu), into the gate GEMV's swiglu
+ * (act SiLU, already in the gate's epilogue or a step of its own) or geglu (act GELU tanh,
+ * a step of its own) epilogue; the up GEMV and the activation step go. */
+static bool fold_gated(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
+    fe_tstep *cs = &t->steps[c];
+    if (strcmp(cs->op->name, "ElementwiseMul") != 0) return false;
+    for (int side = 0; side < 2; side++) {
+        int g = sole_producer(t, gone, cs->operand[side], c);
+        int u = sole_producer(t, gone, cs->operand[1 - side], c);
+        if (g < 0 || u < 0 || strcmp(t->steps[u].op->name, "GEMV") != 0) continue;
+        int act = -1; /* the activation step between the gate GEMV and the product, if any */
+        const char *epi = "swiglu";
+        if (strcmp(t->steps[g].op->name, "SiLU") == 0 ||
+            (strcmp(t->steps[g].op->name, "GELU") == 0 && is_option(&t->steps[g], "form", "tanh"))) {
+            epi = strcmp(t->steps[g].op->name, "SiLU") == 0 ? "swiglu" : "geglu";
+            act = g;
+            g = sole_producer(t, gone, t->steps[act].operand[0], act);
+            if (g < 0 || strcmp(t->steps[g].op->name, "GEMV") != 0 ||
+                !is_option(&t->steps[g], "epilogue", "none"))
+                continue;
+        } else if (strcmp(t->steps[g].op->name, "GEMV") != 0 ||
+                   !is_option(&t->steps[g], "epilogue", "silu")) {
+            continue;
+        }
+        fe_tstep *gs = &t->steps[g], *us = &t->steps[u];
+        const fe_view *gout = fe_trace_view(t, (fe_h){gs->operand[first_output(gs->op)]});
+        const fe_view *cout = fe_trace_view(t, (fe_h){cs->operand[first_output(cs->op)]});
+        if (g == u || !same_gemv_input(t, gs, us) || !same_shape(gout, cout)) continue;
+        if (!set_param(gs, "epilogue", epi, 0)) continue;
+        gs->operand[operand_named(gs->op, "up")] = us->operand[operand_named(us->op, "w")];
+        take_output(t, gone, g, c);
+        gone[u] = true;
+        site->kind = FE_FOLD_EPILOGUE;
+        site->into[site->n_into++] = gs->label;
+        site->also[site->n_also++] = us->label;
+        if (act >= 0) {
+            gone[act] = true;
+            site->also[site->n_also++] = t->steps[act].label;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Whether step st's output is kept past the call (a graph output or carried). */
+static bool lives_past_call(const fe_trace *t, const fe_tstep *st) {
+    const fe_view *v = fe_trace_view(t, (fe_h){st->operand[first_output(st->op)]});
+    return v->kind != BUF_SCRATCH || t->scratch[v->buf].last >= (1 << 30);
+}
+
+/* RMSNorm at c into the prologue of every GEMV reading it (each must be one that can). Not
+ * into a GEMV whose result outlives the call (the head's logits): the prologue sums the
+ * squares in another order than RMSNorm's kernels, and the outputs stay as the bodies
+ * written by hand gave them, bit for bit (a norm and a head GEMV cost one barrier more). */
+static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *ns = &t->steps[c];
     int wi = operand_named(ns->op, "weight");
     if (strcmp(ns->op->name, "RMSNorm") != 0 || wi < 0 || !ns->operand[wi]) return false;
@@ -166,12 +243,12 @@ static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
             if (v->kind != BUF_SCRATCH || v->buf != ov->buf) continue;
             int x = operand_named(st->op, "x"), nw = operand_named(st->op, "norm_weight");
             if (strcmp(st->op->name, "GEMV") != 0 || i != x || st->operand[i] != out ||
-                !is_option(st, "prologue", "none") || nw < 0)
+                !is_option(st, "prologue", "none") || nw < 0 || lives_past_call(t, st))
                 return false;
             n++;
         }
     }
-    if (n == 0) return false;
+    if (n == 0 || n > FE_FOLD_MAX_INTO) return false;
     for (int s = c + 1; s < t->n_steps; s++) {
         fe_tstep *st = &t->steps[s];
         int x = operand_named(st->op, "x");
@@ -180,14 +257,15 @@ static bool fold_prologue(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
             return false; /* no room for the params: leave the trace as the pass found it */
         st->operand[x] = ns->operand[0];
         st->operand[operand_named(st->op, "norm_weight")] = ns->operand[wi];
+        site->into[site->n_into++] = st->label;
     }
     gone[c] = true;
-    *kind = FE_FOLD_PROLOGUE;
+    site->kind = FE_FOLD_PROLOGUE;
     return true;
 }
 
 /* A Copy at c into a state, into the drain of its source's producer. */
-static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
+static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *cs = &t->steps[c];
     if (strcmp(cs->op->name, "Copy") != 0) return false;
     const fe_view *dst = fe_trace_view(t, (fe_h){cs->operand[first_output(cs->op)]});
@@ -200,7 +278,8 @@ static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_kind *kind) {
     if (!same_shape(src, dst) || (!ps->op->operands[o].strided && !fe_view_is_contiguous(dst)))
         return false;
     take_output(t, gone, p, c);
-    *kind = FE_FOLD_DRAIN;
+    site->kind = FE_FOLD_DRAIN;
+    site->into[site->n_into++] = ps->label;
     return true;
 }
 
@@ -233,10 +312,12 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
                              "(fe_compile_options.fold_price, which the tuner gives); compile "
                              "with fold = all or none");
     bool *gone = fe_calloc((size_t)t->n_steps, sizeof *gone);
+    bool *gone_saved = fe_calloc((size_t)t->n_steps, sizeof *gone_saved);
     fe_tstep *saved = o->fold == FE_FOLD_PRICED ? fe_malloc((size_t)t->n_steps * sizeof *saved)
                                                 : fe_malloc(1);
-    if (!gone || !saved) {
+    if (!gone || !gone_saved || !saved) {
         fe_free(gone);
+        fe_free(gone_saved);
         fe_free(saved);
         return fe_trace_fail(t, FE_E_NOMEM, "out of memory folding");
     }
@@ -244,18 +325,20 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
         again = false;
         for (int s = 0; s < t->n_steps; s++) {
             if (gone[s]) continue;
-            if (o->fold == FE_FOLD_PRICED) memcpy(saved, t->steps, (size_t)t->n_steps * sizeof *saved);
-            fe_fold_kind kind;
-            bool done = fold_epilogue(t, gone, s, &kind) || fold_prologue(t, gone, s, &kind) ||
-                        fold_drain(t, gone, s, &kind);
+            if (o->fold == FE_FOLD_PRICED) {
+                memcpy(saved, t->steps, (size_t)t->n_steps * sizeof *saved);
+                memcpy(gone_saved, gone, (size_t)t->n_steps * sizeof *gone);
+            }
+            fe_fold_site site = {.version = t->g->n_versions, .step = t->steps[s].label};
+            bool done = fold_epilogue(t, gone, s, &site) || fold_gated(t, gone, s, &site) ||
+                        fold_prologue(t, gone, s, &site) || fold_drain(t, gone, s, &site);
             if (!done) continue;
-            if (o->fold == FE_FOLD_PRICED &&
-                !o->fold_price(o->fold_user, kind, t->steps[s].label)) {
+            if (o->fold == FE_FOLD_PRICED && !o->fold_price(o->fold_user, &site)) {
                 memcpy(t->steps, saved, (size_t)t->n_steps * sizeof *saved); /* not taken */
-                gone[s] = false;
+                memcpy(gone, gone_saved, (size_t)t->n_steps * sizeof *gone);
                 continue;
             }
-            counts[kind]++;
+            counts[site.kind]++;
             again = true;
         }
     }
@@ -264,6 +347,7 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
         if (!gone[s]) t->steps[n++] = t->steps[s];
     t->n_steps = n;
     fe_free(gone);
+    fe_free(gone_saved);
     fe_free(saved);
     relive(t);
     return FE_OK;

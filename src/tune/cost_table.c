@@ -350,6 +350,7 @@ static fe_status read_table(reader *r, json_t *root, fe_cost_table *t) {
     for (size_t i = 0; i < json_array_size(calls); i++) {
         snprintf(r->where, sizeof r->where, "calls[%zu]", i);
         st = read_call(r, json_array_get(calls, i), t->n_designs, &t->calls[i]);
+        t->calls[i].version = -1; /* not saved: which version ran it is the graph's */
         t->n_calls++;
         if (st != FE_OK) return st;
     }

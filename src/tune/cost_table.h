@@ -47,6 +47,8 @@ typedef struct fe_table_step {
 
 typedef struct fe_table_call {
     char name[64];
+    int version;         /* the graph's version the call ran (set by fe_tune_graph; -1 when
+                          * unknown, as in a table loaded from a file: not saved) */
     bool each_step;      /* one dispatch per step */
     fe_table_step *steps;
     int n_steps;

@@ -9,15 +9,15 @@
 #include "tune/tune.h"
 
 fe_status fe_tune_shape_kernel(fe_device *dev, const fe_tune_shape *s, const fe_setting *extra,
-                               fe_kernel **k, fe_error *err) {
-    fe_setting tun[FE_MAX_TUNABLES + 1];
+                               int n_extra, fe_kernel **k, fe_error *err) {
+    fe_setting tun[FE_MAX_TUNABLES + FE_TUNE_MAX_JOINT];
     int n = 0;
     for (int i = 0; i < s->c.n_tunables; i++) tun[n++] = s->c.tunables[i];
-    if (extra) {
+    for (int e = 0; extra && e < n_extra && e < FE_TUNE_MAX_JOINT; e++) {
         int at = n;
         for (int i = 0; i < n; i++)
-            if (strcmp(tun[i].name, extra->name) == 0) at = i;
-        tun[at] = *extra;
+            if (strcmp(tun[i].name, extra[e].name) == 0) at = i;
+        tun[at] = extra[e];
         if (at == n) n++;
     }
     fe_op_request req = {.op = s->op->name, .operands = s->desc, .n_operands = s->op->n_operands,
@@ -34,7 +34,7 @@ static bool case_extents(fe_device *dev, fe_tune_shape *s, int64_t *ext) {
     memcpy(s->desc, desc, sizeof desc);
     fe_kernel *k = NULL;
     fe_error e;
-    if (fe_tune_shape_kernel(dev, s, NULL, &k, &e) != FE_OK) return false;
+    if (fe_tune_shape_kernel(dev, s, NULL, 0, &k, &e) != FE_OK) return false;
     memcpy(ext, fe_kernel_extents(k), FE_MAX_EXTENTS * sizeof *ext);
     fe_kernel_destroy(k);
     return true;
@@ -156,7 +156,7 @@ fe_status fe_tune_shape_init(fe_device *dev, const fe_tune_request *req, fe_tune
     int64_t base[FE_MAX_EXTENTS];
     if (!case_extents(dev, s, base)) {
         fe_kernel *k = NULL;
-        return fe_tune_shape_kernel(dev, s, NULL, &k, err); /* names the op's refusal */
+        return fe_tune_shape_kernel(dev, s, NULL, 0, &k, err); /* names the op's refusal */
     }
     int dim_of[FE_MAX_EXTENTS];
     map_extents(dev, s, base, dim_of);

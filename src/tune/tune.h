@@ -7,6 +7,9 @@
 #include "ops/kernel.h"
 
 enum { FE_TUNE_MAX_DOMAIN = 64, FE_TUNE_MAX_POINTS = 8 };
+/* Tunables set together in one setting of a search (a pair: joint search over small
+ * domains), and the most combinations other than the default's a pair may add. */
+enum { FE_TUNE_MAX_JOINT = 2, FE_TUNE_JOINT_COMBOS = 24 };
 
 /* The values a tunable's domain takes at these extents on n_workers, ascending, with `def`
  * (the resolved default) always among them. WIDTH: def, the powers of two up to n_workers
@@ -96,9 +99,10 @@ typedef struct fe_tune_shape {
  * gives which extent). Unknown names and bad values are FE_E_INVALID naming the fix. */
 fe_status fe_tune_shape_init(fe_device *dev, const fe_tune_request *req, fe_tune_shape *s,
                              fe_error *err);
-/* A request for a kernel at the shape with the held tunables plus `extra` (may be NULL). */
+/* A request for a kernel at the shape with the held tunables plus extra[0..n_extra) (may be
+ * NULL; at most FE_TUNE_MAX_JOINT). */
 fe_status fe_tune_shape_kernel(fe_device *dev, const fe_tune_shape *s, const fe_setting *extra,
-                               fe_kernel **k, fe_error *err);
+                               int n_extra, fe_kernel **k, fe_error *err);
 
 enum { FE_TUNE_MAX_ROWS = 1 + FE_MAX_TUNABLES * FE_TUNE_MAX_DOMAIN };
 

@@ -195,6 +195,7 @@ static fe_status walk_call(const fe_tune_graph_request *req, int c, uint64_t see
         return fe_error_set(err, FE_E_INVALID, "tune: %s", fe_graph_message(req->graph));
     fe_table_call *tc = &t->calls[c];
     snprintf(tc->name, sizeof tc->name, "%s", call->name);
+    tc->version = v;
     tc->each_step = fe_graph_version_each_step(req->graph, v);
     tc->n_steps = fe_graph_version_steps(req->graph, v);
     tc->steps = fe_calloc((size_t)(tc->n_steps ? tc->n_steps : 1), sizeof *tc->steps);

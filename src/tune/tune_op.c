@@ -1,7 +1,10 @@
 /* tune/tune_op.c: `ferrum tune OP`: every setting of one operator at one shape, gated and
- * measured. The settings are the default and, one tunable at a time, each other value of
- * every searched tunable's domain (joint search over several tunables is the later joint
- * narrowing's). A setting that resolves to a design already listed is shown once; one whose
+ * measured. The settings are the default; one tunable at a time, each other value of every
+ * searched tunable's domain; and, for each pair of searched design tunables (not WIDTH) whose
+ * domains are small (at most FE_TUNE_JOINT_COMBOS combinations besides the default's rows
+ * and columns), every combination of their other values together, since one tunable's best
+ * may follow another's (GEMV rows_per_step and prefetch). The default stays the best unless
+ * beaten beyond the noise. A setting that resolves to a design already listed is shown once; one whose
  * output fails the gate is listed with the reason and not timed. Costs come from the cost
  * cache when it holds a reliable figure for the key (design, per-call values, input hash),
  * else are measured alone on the pool and stored (an unreliable figure too, marked so, and
@@ -255,28 +258,47 @@ static void record_shape(fe_device *dev, const fe_tune_shape *s, const fe_kernel
     bare.profile = NULL;
     fe_kernel *k = NULL;
     fe_error ignored;
-    if (fe_tune_shape_kernel(dev, &bare, NULL, &k, &ignored) == FE_OK)
+    if (fe_tune_shape_kernel(dev, &bare, NULL, 0, &k, &ignored) == FE_OK)
         memcpy(r->base, fe_kernel_design(k)->tunables, sizeof r->base);
     else
         memcpy(r->base, d->tunables, sizeof r->base);
     fe_kernel_destroy(k);
 }
 
-/* Settings to try: the default, then each other domain value of each searched tunable. */
-static int plan_settings(const fe_kernel *def_k, const fe_device_info *dev, fe_setting *out,
-                         int max) {
+/* A setting of the search: one tunable, or a pair set together. */
+typedef struct plan {
+    fe_setting set[FE_TUNE_MAX_JOINT];
+    int n;
+} plan;
+
+/* Settings to try besides the default: each other domain value of each searched tunable,
+ * then the joint pairs (see the top). */
+static int plan_settings(const fe_kernel *def_k, const fe_device_info *dev, plan *out, int max) {
     const fe_design *d = fe_kernel_design(def_k);
     const fe_op *op = d->op;
-    int n = 0;
+    int64_t vals[FE_MAX_TUNABLES][FE_TUNE_MAX_DOMAIN];
+    int nv[FE_MAX_TUNABLES] = {0}, n = 0;
     for (int i = 0; i < op->n_tunables; i++) {
         if (!fe_tune_searched(def_k, i)) continue;
-        int64_t vals[FE_TUNE_MAX_DOMAIN];
-        int nv = fe_tune_domain_values(op, &op->tunables[i].domain, fe_kernel_extents(def_k),
-                                       dev->n_workers, d->tunables[i], vals);
-        for (int v = 0; v < nv && n < max; v++)
-            if (vals[v] != d->tunables[i])
-                out[n++] = (fe_setting){.name = op->tunables[i].name, .value = (double)vals[v]};
+        int all = fe_tune_domain_values(op, &op->tunables[i].domain, fe_kernel_extents(def_k),
+                                        dev->n_workers, d->tunables[i], vals[i]);
+        for (int v = 0; v < all; v++) /* the values other than the default's */
+            if (vals[i][v] != d->tunables[i]) vals[i][nv[i]++] = vals[i][v];
+        for (int v = 0; v < nv[i] && n < max; v++)
+            out[n++] = (plan){{{.name = op->tunables[i].name, .value = (double)vals[i][v]}}, 1};
     }
+    for (int i = 0; i < op->n_tunables; i++)
+        for (int j = i + 1; j < op->n_tunables; j++) {
+            if (op->tunables[i].domain.kind == FE_DOMAIN_WIDTH ||
+                op->tunables[j].domain.kind == FE_DOMAIN_WIDTH || nv[i] == 0 || nv[j] == 0 ||
+                nv[i] * nv[j] > FE_TUNE_JOINT_COMBOS)
+                continue;
+            for (int a = 0; a < nv[i]; a++)
+                for (int b = 0; b < nv[j] && n < max; b++)
+                    out[n++] = (plan){{{.name = op->tunables[i].name, .value = (double)vals[i][a]},
+                                       {.name = op->tunables[j].name, .value = (double)vals[j][b]}},
+                                      2};
+        }
     return n;
 }
 
@@ -316,7 +338,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     s.c.name = s.case_name;
     fe_tune_options o = *opts;
     fe_kernel *def_k = NULL;
-    fe_status st = fe_tune_shape_kernel(dev, &s, NULL, &def_k, err);
+    fe_status st = fe_tune_shape_kernel(dev, &s, NULL, 0, &def_k, err);
     if (st != FE_OK) return st;
     fe_tune_buffers b = {0};
     gate_state g = {0};
@@ -345,14 +367,19 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
     st = price(&s, def_k, &b, cache, &o, row, r, err);
 
-    fe_setting settings[FE_TUNE_MAX_ROWS];
-    int n_set = plan_settings(def_k, fe_device_get_info(dev), settings, FE_TUNE_MAX_ROWS - 1);
+    plan *settings = st == FE_OK ? fe_malloc(FE_TUNE_MAX_ROWS * sizeof *settings) : NULL;
+    if (st == FE_OK && !settings) st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    int n_set = settings ? plan_settings(def_k, fe_device_get_info(dev), settings,
+                                         FE_TUNE_MAX_ROWS - 1) : 0;
     for (int i = 0; st == FE_OK && i < n_set; i++) {
         row = &r->rows[r->n++];
-        snprintf(row->setting, sizeof row->setting, "%s=%lld", settings[i].name,
-                 (long long)settings[i].value);
+        size_t w = 0;
+        for (int e = 0; e < settings[i].n && w < sizeof row->setting; e++)
+            w += (size_t)snprintf(row->setting + w, sizeof row->setting - w, "%s%s=%lld",
+                                  e ? " " : "", settings[i].set[e].name,
+                                  (long long)settings[i].set[e].value);
         fe_error kerr;
-        if (fe_tune_shape_kernel(dev, &s, &settings[i], &k, &kerr) != FE_OK) {
+        if (fe_tune_shape_kernel(dev, &s, settings[i].set, settings[i].n, &k, &kerr) != FE_OK) {
             row->verdict = FE_TUNE_REFUSED;
             snprintf(row->reason, sizeof row->reason, "%s", kerr.message);
             continue;
@@ -375,6 +402,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
         fe_kernel_destroy(k);
         k = NULL;
     }
+    fe_free(settings);
     if (st == FE_OK) fe_tune_mark_best(r);
 done:
     free_outputs(g.def);

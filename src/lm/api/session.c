@@ -60,6 +60,11 @@ fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts
                      : o.prefill_dot == FE_LM_PREFILL_DOT_INT8 ? FE_PREFILL_DOT_INT8
                                                                : FE_PREFILL_DOT_AUTO;
     co.decode_dot = o.decode_dot == FE_LM_DECODE_DOT_F32 ? FE_DECODE_DOT_F32 : FE_DECODE_DOT_AUTO;
+    co.body = o.folds == FE_LM_FOLDS_NONE     ? FE_BODY_FOLD_NONE
+              : o.folds == FE_LM_FOLDS_PRICED ? FE_BODY_FOLD_PRICED
+                                              : FE_BODY_FOLD_ALL;
+    co.fold_price = o.fold_price;
+    co.fold_user = o.fold_user;
     fe_lm_session *s = fe_calloc(1, sizeof *s);
     if (!s) return fe_error_set(err, FE_E_NOMEM, "session: out of memory");
     s->m = m;

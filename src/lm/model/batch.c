@@ -44,6 +44,7 @@ int64_t fe_batch_reusable(const fe_batch *b, int slot, const int32_t *tokens, in
     return slot >= 0 && slot < b->o.slots && n > 0 ? first_row(b, slot, tokens, n) : 0;
 }
 int64_t fe_batch_max_seq_len(const fe_batch *b) { return b->o.max_seq_len; }
+fe_graph *fe_batch_graph(fe_batch *b) { return b->g; }
 
 /* ---- the body, from lm/model/blocks.h: GEMM forms (the mode's decode is off), and the
  * GEMVs of layer_gemv named as blocks ---- */
@@ -85,13 +86,12 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t hd = c->head_dim, C = b->o.chunk;
     fe_block_mode mm = {.act_bf16 = b->prefill_bf16, .act_int8 = b->prefill_int8,
-                        .eps = c->rms_eps};
+                        .eps = c->rms_eps, .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
     fe_val slot = fe_scratchpad(t, "slot"), pos = fe_scratchpad(t, "position");
     fe_val n = fe_scratchpad(t, "n"), end = fe_val_sum(t, pos, n);
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_bound(t, fe_input(t, "tokens"), 0, n));
     fe_h rope = fe_weight(t, "rope");
     fe_setting form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half");
-    fe_value_set at = {"pos", pos};
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd};
     for (int64_t l = 0; l < c->n_layers; l++) {
         fe_h h = fe_block_rmsnorm(t, x, lw(t, l, "attn_norm"), mm.eps);
@@ -100,9 +100,8 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
         fe_h kc = slot_cache(t, b, l, "k", slot), vc = slot_cache(t, b, l, "v", slot);
         int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
         project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h, lw(t, l, "wv"));
-        fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
-        q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
-        fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
+        q = fe_block_rope(t, mm, FE_NO_TENSOR, q, rope, form, pos);
+        fe_block_rope(t, mm, fe_window(t, kc, 0, pos, C, n), k, rope, form, pos);
         fe_h att_in[3] = {q, fe_bound(t, kc, 0, end), fe_bound(t, vc, 0, end)};
         fe_value_set off = {"q_offset", pos};
         fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
@@ -146,21 +145,24 @@ static void attend_rows(fe_trace *t, const rows_ctx *rc, int64_t l, fe_h q, fe_h
     }
 }
 
-/* One layer over B rows as causal.c's decode step does it: GEMVs with the RMSNorm prologue
- * and the epilogues folded in. Per row the same arithmetic as a decode step of one row. */
+/* One layer over B rows as causal.c's decode step does it: GEMVs over the rows (the fold
+ * pass puts the RMSNorm in their prologue and the epilogues in). Per row the same arithmetic
+ * as a decode step of one row. */
 static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, fe_block_mode mm, int64_t l, fe_h x) {
     const fe_lm_config *c = &rc->b->w->cfg;
     int64_t B = rc->B, hd = c->head_dim;
     int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
-    fe_h none = FE_NO_TENSOR, an = lw(t, l, "attn_norm");
-    fe_h q = fe_reshape(t, gemv(t, mm, lw(t, l, "wq"), x, an, none, none, "none"), 3, qs);
-    fe_h k = fe_reshape(t, gemv(t, mm, lw(t, l, "wk"), x, an, none, none, "none"), 3, ks);
-    fe_h v = fe_reshape(t, gemv(t, mm, lw(t, l, "wv"), x, an, none, none, "none"), 3, ks);
+    mm.decode = true;
+    fe_h none = FE_NO_TENSOR;
+    fe_block_act h = fe_block_normed(t, mm, x, lw(t, l, "attn_norm"));
+    fe_h q = fe_reshape(t, fe_block_project(t, mm, none, h, lw(t, l, "wq")), 3, qs);
+    fe_h k = fe_reshape(t, fe_block_project(t, mm, none, h, lw(t, l, "wk")), 3, ks);
+    fe_h v = fe_reshape(t, fe_block_project(t, mm, none, h, lw(t, l, "wv")), 3, ks);
     attend_rows(t, rc, l, q, k, v);
-    x = gemv(t, mm, lw(t, l, "wo"), fe_reshape(t, rc->att, 2, flat), none, none, x, "residual");
-    fe_h fn = lw(t, l, "ffn_norm");
-    fe_h a = gemv(t, mm, lw(t, l, "w_gate"), x, fn, lw(t, l, "w_up"), none, "swiglu");
-    return gemv(t, mm, lw(t, l, "w_down"), a, none, none, x, "residual");
+    x = fe_block_project_add(t, mm, fe_reshape(t, rc->att, 2, flat), lw(t, l, "wo"), x);
+    h = fe_block_normed(t, mm, x, lw(t, l, "ffn_norm"));
+    fe_h a = fe_block_gated(t, mm, h, lw(t, l, "w_gate"), lw(t, l, "w_up"));
+    return fe_block_project_add(t, mm, a, lw(t, l, "w_down"), x);
 }
 
 /* One layer over B rows as a prefill chunk does it: RMSNorm, then GEMMs over the rows. */
@@ -200,7 +202,8 @@ static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     char att_name[48];
     snprintf(att_name, sizeof att_name, "attention_rows_%lld", (long long)rc.B);
     rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
-    fe_block_mode mm = {.act_int8 = b->decode_int8, .eps = c->rms_eps};
+    fe_block_mode mm = {.act_int8 = b->decode_int8, .eps = c->rms_eps,
+                        .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
     bool by_gemv = rc.B <= FE_BATCH_GEMV_ROWS;
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_input(t, "rows")); /* (B, hidden) */
     for (int64_t l = 0; l < c->n_layers; l++)
@@ -247,6 +250,7 @@ static fe_status compile_versions(fe_batch *b) {
     fe_compile_options co = fe_compile_options_default();
     co.packaging = b->o.packaging;
     co.profile = b->o.profile;
+    fe_block_fold_options(b->o.body, NULL, NULL, &co);
     int64_t C = b->o.chunk;
     fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(b->chunk, FE_DTYPE_I32, 1, &C)};
     fe_status st = fe_graph_compile(b->g, &prefill, 1, &co);

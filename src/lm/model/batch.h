@@ -17,6 +17,7 @@
 #define FE_LM_BATCH_H
 
 #include "ferrum/graph.h"
+#include "lm/model/blocks.h"
 #include "lm/model/weights.h"
 
 /* Rows of one decode call, at most: two per-call words a row, within the graph's 32. Up to
@@ -33,6 +34,7 @@ typedef struct fe_batch_options {
     int decode_dot;
     fe_packaging packaging;
     const fe_profile *profile;
+    fe_body_form body;   /* plain steps, every fold taken (the default); lm/model/blocks.h */
 } fe_batch_options;
 
 typedef struct fe_batch fe_batch;
@@ -60,5 +62,7 @@ int64_t fe_batch_position(const fe_batch *b, int slot);
  * first token that differs; never the last row). */
 int64_t fe_batch_reusable(const fe_batch *b, int slot, const int32_t *tokens, int64_t n);
 int64_t fe_batch_max_seq_len(const fe_batch *b);
+/* The graph (its versions: the prefill chunk, the decode steps of 1, 2, 4 ... rows); borrowed. */
+fe_graph *fe_batch_graph(fe_batch *b);
 
 #endif

@@ -1,8 +1,17 @@
 /* lm/model/blocks.c: the layer blocks of a model body (see blocks.h): each traces one or a
- * few operator steps, choosing GEMV or GEMM and the activation design from the mode. */
+ * few plain operator steps (the fold pass fuses them), choosing GEMV or GEMM and the
+ * activation design from the mode; under the mode's hand_fused, the fused forms directly. */
 #include "lm/model/blocks.h"
 
 #include <stdio.h>
+
+void fe_block_fold_options(fe_body_form f, fe_fold_price_fn price, void *user,
+                           fe_compile_options *co) {
+    co->fold = f == FE_BODY_FOLD_ALL ? FE_FOLD_ALL : f == FE_BODY_FOLD_PRICED ? FE_FOLD_PRICED
+                                                                             : FE_FOLD_NONE;
+    co->fold_price = price;
+    co->fold_user = user;
+}
 
 fe_h fe_block_apply(fe_trace *t, const char *op, fe_h a, fe_h b) {
     fe_h in[2] = {a, b};
@@ -60,44 +69,75 @@ static fe_h gemm(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h *in, int n_in, co
     return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
 }
 
-/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
-fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, fe_h w) {
-    if (mm.decode) return fe_block_gemv(t, mm, dst, w, a, FE_NO_TENSOR, FE_NO_TENSOR, "none");
-    fe_h in[2] = {a.x, w};
-    return gemm(t, mm, dst, in, 2, NULL);
+/* y into dst (a Copy step) when dst is a tensor; returns where y now is */
+static fe_h store(fe_trace *t, fe_h dst, fe_h y) {
+    if (!dst.id) return y;
+    return fe_copy_into(t, dst, y) == FE_OK ? dst : FE_NO_TENSOR;
 }
 
-/* x + o W^T (the residual folded into the product) */
+/* y = a W^T (GEMV or GEMM by the mode), into dst when dst is a tensor (hand_fused: written
+ * there by the product itself) */
+fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, fe_h w) {
+    fe_h into = mm.hand_fused ? dst : FE_NO_TENSOR, y;
+    if (mm.decode) {
+        y = fe_block_gemv(t, mm, into, w, a, FE_NO_TENSOR, FE_NO_TENSOR, "none");
+    } else {
+        fe_h in[2] = {a.x, w};
+        y = gemm(t, mm, into, in, 2, NULL);
+    }
+    return mm.hand_fused ? y : store(t, dst, y);
+}
+
+fe_h fe_block_rope(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h x, fe_h table, fe_setting form,
+                   fe_val pos) {
+    fe_h in[2] = {x, table};
+    fe_value_set at = {"pos", pos};
+    if (mm.hand_fused && dst.id)
+        return fe_apply_into(t, dst, "RoPE", in, 2, &form, 1, &at, 1) == FE_OK ? dst : FE_NO_TENSOR;
+    return store(t, dst, fe_apply(t, "RoPE", in, 2, &form, 1, &at, 1));
+}
+
+/* x + o W^T */
 fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x) {
+    if (!mm.hand_fused)
+        return fe_block_apply(t, "ElementwiseAdd", x,
+                              fe_block_project(t, mm, FE_NO_TENSOR, fe_block_plain(o), w));
     if (mm.decode)
         return fe_block_gemv(t, mm, FE_NO_TENSOR, w, fe_block_plain(o), FE_NO_TENSOR, x, "residual");
     fe_h in[4] = {o, w, FE_NO_TENSOR, x};
     return gemm(t, mm, FE_NO_TENSOR, in, 4, NULL);
 }
 
-/* gelu_tanh(a Wg^T) * (a Wu^T): Gemma's GeGLU (the GEMV's geglu epilogue in a decode step,
- * the gate GEMM's gelu activation in a chunk) */
-fe_h fe_block_geglu(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu) {
-    if (mm.decode) return fe_block_gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, "geglu");
-    fe_setting gelu = FE_CHOICE("activation", "gelu");
+/* act(a Wg^T) * (a Wu^T) with act the step `act` (SiLU, or GELU in its tanh form), written
+ * plainly; hand_fused: the GEMV's `epilogue` (swiglu, geglu) in a decode step, the gate GEMM's
+ * `activation` (silu, gelu) in a chunk */
+static fe_h gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu, const char *act,
+                  const char *epilogue, const char *activation) {
+    if (!mm.hand_fused) {
+        fe_h g = fe_block_apply(t, act, fe_block_project(t, mm, FE_NO_TENSOR, a, wg), FE_NO_TENSOR);
+        return fe_block_apply(t, "ElementwiseMul", g, fe_block_project(t, mm, FE_NO_TENSOR, a, wu));
+    }
+    if (mm.decode) return fe_block_gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, epilogue);
+    fe_setting s = FE_CHOICE("activation", activation);
     fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
-    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &gelu);
+    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &s);
     return fe_block_apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
+}
+
+/* gelu_tanh(a Wg^T) * (a Wu^T): Gemma's GeGLU (GELU's default form is tanh) */
+fe_h fe_block_geglu(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu) {
+    return gated(t, mm, a, wg, wu, "GELU", "geglu", "gelu");
 }
 
 /* silu(a Wg^T) * (a Wu^T) */
 fe_h fe_block_gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu) {
-    if (mm.decode) return fe_block_gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, "swiglu");
-    fe_setting silu = FE_CHOICE("activation", "silu");
-    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
-    fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &silu);
-    return fe_block_apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
+    return gated(t, mm, a, wg, wu, "SiLU", "swiglu", "silu");
 }
 
-/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
- * GEMMs, folded into the GEMVs of a decode step */
+/* The input of a layer's projections: rmsnorm(x) * w */
 fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w) {
-    return mm.decode ? (fe_block_act){x, w} : fe_block_plain(fe_block_rmsnorm(t, x, w, mm.eps));
+    return mm.decode && mm.hand_fused ? (fe_block_act){x, w}
+                                      : fe_block_plain(fe_block_rmsnorm(t, x, w, mm.eps));
 }
 
 
@@ -110,16 +150,20 @@ fe_h fe_block_layernorm(fe_trace *t, fe_h x, fe_h w, fe_h b, double eps) {
 }
 
 fe_h fe_block_linear(fe_trace *t, fe_block_mode mm, fe_h a, fe_h w, fe_h bias, fe_h res) {
-    fe_h in[4] = {a, w, bias, res};
-    return gemm(t, mm, FE_NO_TENSOR, in, res.id ? 4 : bias.id ? 3 : 2, NULL);
+    fe_h in[4] = {a, w, bias, mm.hand_fused ? res : FE_NO_TENSOR};
+    int n_in = in[3].id ? 4 : bias.id ? 3 : 2;
+    fe_h y = gemm(t, mm, FE_NO_TENSOR, in, n_in, NULL);
+    return mm.hand_fused || !res.id ? y : fe_block_apply(t, "ElementwiseAdd", res, y);
 }
 
-/* the GELU in the first GEMM's epilogue (after its bias), the residual in the second's */
+/* GELU (erf) after the first product and its bias (hand_fused: the GEMM's activation), then
+ * the second product and the residual */
 fe_h fe_block_ffn_gelu(fe_trace *t, fe_block_mode mm, fe_h a, fe_h wi, fe_h bi, fe_h wf, fe_h bf,
                        fe_h res) {
-    fe_setting gelu = FE_CHOICE("activation", "gelu_erf");
+    fe_setting gelu = FE_CHOICE("activation", "gelu_erf"), erf_form = FE_CHOICE("form", "erf");
     fe_h in[3] = {a, wi, bi};
-    fe_h h = gemm(t, mm, FE_NO_TENSOR, in, bi.id ? 3 : 2, &gelu);
+    fe_h h = gemm(t, mm, FE_NO_TENSOR, in, bi.id ? 3 : 2, mm.hand_fused ? &gelu : NULL);
+    if (!mm.hand_fused) h = fe_apply(t, "GELU", &h, 1, &erf_form, 1, NULL, 0);
     return fe_block_linear(t, mm, h, wf, bf, res);
 }
 

@@ -1,8 +1,12 @@
 /* lm/model/blocks.h: the layer blocks a model body is written with (the seed's
- * iron.lm.blocks), shared by the causal LM and the encoders. Each block traces steps on a
- * fe_trace: RMSNorm, projections that are GEMVs in a decode step and GEMMs over the rows of a
- * chunk (with the activation designs the mode asks for), a projection with the residual
- * folded in, and the gated feed-forward. */
+ * iron.lm.blocks), shared by the causal LM and the encoders. Each block traces plain steps on
+ * a fe_trace: RMSNorm, projections that are GEMVs in a decode step and GEMMs over the rows of
+ * a chunk (with the activation designs the mode asks for), SiLU / GELU, Mul, the residual Add,
+ * a Copy into a cache. The compiler's fold pass (graph/fold.c, fold = all by default) puts
+ * them back together: the activation and the residual into the product's epilogue, the gated
+ * product into the gate GEMV's swiglu / geglu, the RMSNorm into the GEMVs' prologue, the
+ * Copy into the producer's drain. The mode's hand_fused traces those forms directly, as the
+ * bodies were written before the fold pass: the reference fold = all must reproduce. */
 #ifndef FE_LM_BLOCKS_H
 #define FE_LM_BLOCKS_H
 
@@ -23,10 +27,29 @@ typedef struct fe_block_mode {
      * int8 design is a row-dot fallback (gemm/kquant.inc), ~8x slower than widening them to
      * f32 (Gemma 3 270M, 251-token prompt: 10 vs 80 tok/s) */
     bool int8_auto;
+    /* Trace the fused forms by hand (the GEMV prologue and epilogues, the GEMM activations and
+     * residuals, products and RoPE written straight into a cache) instead of plain steps: the
+     * graph the fold pass must recover, step for step, for tests (tests/test_plain_body.c) */
+    bool hand_fused;
 } fe_block_mode;
 
-/* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
- * step's GEMVs compute themselves (their rmsnorm prologue) instead of a step before them */
+/* How a model's body is traced and folded: plain steps with every fold the pass admits
+ * (the default: the zero value), plain steps each left a step of its own, plain steps with
+ * each fold kept where the caller's price says (the tuner's), or the fused forms written by
+ * hand and nothing folded (the reference fold = all reproduces, for tests). */
+typedef enum fe_body_form {
+    FE_BODY_FOLD_ALL = 0,
+    FE_BODY_FOLD_NONE,
+    FE_BODY_FOLD_PRICED,
+    FE_BODY_HAND_FUSED
+} fe_body_form;
+
+/* Sets co's fold mode (and price, for FE_BODY_FOLD_PRICED) for a body of form f. */
+void fe_block_fold_options(fe_body_form f, fe_fold_price_fn price, void *user,
+                           fe_compile_options *co);
+
+/* An activation: x itself, or (when norm is a tensor, hand_fused only) rmsnorm(x) * norm,
+ * which a decode step's GEMVs compute themselves (their rmsnorm prologue) */
 typedef struct fe_block_act {
     fe_h x, norm;
 } fe_block_act;
@@ -42,25 +65,32 @@ fe_h fe_block_rmsnorm(fe_trace *t, fe_h x, fe_h w, double eps);
 /* the weight "layers.<l>.<name>" */
 fe_h fe_block_layer_weight(fe_trace *t, int64_t l, const char *name);
 
-/* y = epilogue(W a) for the one row of a decode step, with the optional second matrix `up`
- * (swiglu) or residual `res`; into dst when dst is a tensor */
+/* y = epilogue(W a) for the rows of a decode step, with the optional second matrix `up`
+ * (swiglu) or residual `res`; into dst when dst is a tensor (one GEMV step as given: the
+ * primitive the other blocks use) */
 fe_h fe_block_gemv(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h w, fe_block_act a, fe_h up,
                    fe_h res, const char *epilogue);
 
-/* y = a W^T (into dst when dst is a tensor, e.g. a cache window: no copy step after it) */
+/* y = a W^T; when dst is a tensor (a cache window) y is copied into it (a Copy step, or
+ * written there directly when hand_fused) and dst returned */
 fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, fe_h w);
 
-/* x + o W^T (the residual folded into the product) */
+/* RoPE of x (rows, heads, head_dim) by the table's rows from pos on, in the given form;
+ * into dst as fe_block_project does */
+fe_h fe_block_rope(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h x, fe_h table, fe_setting form,
+                   fe_val pos);
+
+/* x + o W^T: the product, then the residual Add */
 fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x);
 
-/* gelu_tanh(a Wg^T) * (a Wu^T) (Gemma) */
+/* gelu_tanh(a Wg^T) * (a Wu^T) (Gemma): the gate product, GELU, the up product, Mul */
 fe_h fe_block_geglu(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu);
 
-/* silu(a Wg^T) * (a Wu^T) */
+/* silu(a Wg^T) * (a Wu^T): the gate product, SiLU, the up product, Mul */
 fe_h fe_block_gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu);
 
-/* The input of a layer's projections: rmsnorm(x) * w, a step of its own before a chunk's
- * GEMMs, folded into the GEMVs of a decode step */
+/* The input of a layer's projections: rmsnorm(x) * w, a step of its own (hand_fused: in the
+ * prologue of a decode step's GEMVs) */
 fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w);
 
 /* ---- encoder blocks (BERT family: post-LN, biases, plain FFN, bidirectional attention) ---- */
@@ -69,10 +99,11 @@ fe_block_act fe_block_normed(fe_trace *t, fe_block_mode mm, fe_h x, fe_h w);
 fe_h fe_block_layernorm(fe_trace *t, fe_h x, fe_h w, fe_h b, double eps);
 
 /* a W^T + bias over the rows of a chunk (bias (out) may be FE_NO_TENSOR); with res a tensor,
- * res + a W^T + bias (the residual folded into the product) */
+ * res + (a W^T + bias), the residual Add after the product */
 fe_h fe_block_linear(fe_trace *t, fe_block_mode mm, fe_h a, fe_h w, fe_h bias, fe_h res);
 
-/* The plain feed-forward with its residual: res + GELU_erf(a Wi^T + bi) Wf^T + bf */
+/* The plain feed-forward with its residual: res + GELU_erf(a Wi^T + bi) Wf^T + bf (GELU a
+ * step after the first product) */
 fe_h fe_block_ffn_gelu(fe_trace *t, fe_block_mode mm, fe_h a, fe_h wi, fe_h bi, fe_h wf, fe_h bf,
                        fe_h res);
 

@@ -1,8 +1,10 @@
-/* lm/model/causal.c: the Llama-family causal LM as a graph (see causal.h). The body traces either
- * version: with an input "tokens" (C) it is the prefill chunk (GEMMs over the first n rows),
- * without it the decode step (GEMVs with the RMSNorm prologue and fused epilogues, the token
- * read from the carried tensor). Both write V and the rotated K straight into the caches at
- * [pos, pos + n) and attend over [0, pos + n). */
+/* lm/model/causal.c: the Llama-family causal LM as a graph (see causal.h). The body is written
+ * plainly (RMSNorm, the products, RoPE, attention, the residual Add, SiLU and Mul, the Copy of
+ * K and V into the caches) and the compiler's fold pass fuses it (the options' body). It
+ * traces either version: with an input "tokens" (C) it is the prefill chunk (GEMMs over the
+ * first n rows), without it the decode step (GEMVs, the token read from the carried tensor).
+ * Both write V and the rotated K into the caches at [pos, pos + n) and attend over
+ * [0, pos + n). */
 #include "lm/model/causal.h"
 
 #include <stdlib.h>
@@ -53,7 +55,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
     fe_block_mode mm = {decode, !decode && m->prefill_bf16,
                         decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->prefill_int8, c->rms_eps,
-                        m->o.prefill_dot == FE_PREFILL_DOT_AUTO};
+                        m->o.prefill_dot == FE_PREFILL_DOT_AUTO, m->o.body == FE_BODY_HAND_FUSED};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
     fe_h ids = host_token ? fe_input(t, "token") : decode ? token : fe_bound(t, fe_input(t, "tokens"), 0, n);
@@ -71,7 +73,6 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         }
     }
     fe_setting form = FE_CHOICE("form", m->w->rope_interleaved ? "interleaved" : "rotate_half");
-    fe_value_set at = {"pos", pos};
     int64_t qs[3] = {C, c->n_heads, hd}, ks[3] = {C, c->n_kv_heads, hd}, cs[3] = {S, c->n_kv_heads, hd};
     for (int64_t l = 0; c->family == FE_LM_FAMILY_LLAMA && l < c->n_layers; l++) {
         /* attention */
@@ -84,13 +85,12 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
         snprintf(path, sizeof path, "layers.%lld.v_cache", (long long)l);
         fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
-        /* the new rows of K (rotated) and V go straight into the caches at [pos, pos + n) */
+        /* the new rows of V and of K (rotated) are copied into the caches at [pos, pos + n) */
         int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
         fe_block_project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
                          fe_block_layer_weight(t, l, "wv"));
-        fe_h qr[2] = {q, rope}, kr[2] = {k, rope};
-        q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
-        fe_apply_into(t, fe_window(t, kc, 0, pos, C, n), "RoPE", kr, 2, &form, 1, &at, 1);
+        q = fe_block_rope(t, mm, FE_NO_TENSOR, q, rope, form, pos);
+        fe_block_rope(t, mm, fe_window(t, kc, 0, pos, C, n), k, rope, form, pos);
         fe_h att_in[3] = {q, fe_bound(t, kc, 0, end), fe_bound(t, vc, 0, end)};
         fe_value_set off = {"q_offset", pos};
         fe_h att = fe_apply(t, "MHA", att_in, 3, NULL, 0, &off, 1);
@@ -154,6 +154,7 @@ static fe_status compile_versions(fe_causal *m) {
     co.packaging = m->o.packaging;
     co.verbose = m->o.verbose;
     co.profile = m->o.profile;
+    fe_block_fold_options(m->o.body, m->o.fold_price, m->o.fold_user, &co);
     int64_t C = m->o.chunk;
     fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(m->chunk, FE_DTYPE_I32, 1, &C)};
     fe_status st = fe_graph_compile(m->g, &prefill, 1, &co);

@@ -7,6 +7,7 @@
 #define FE_LM_CAUSAL_H
 
 #include "ferrum/graph.h"
+#include "lm/model/blocks.h"
 #include "lm/model/weights.h"
 
 typedef struct fe_causal_options {
@@ -39,6 +40,11 @@ typedef struct fe_causal_options {
      * sums exact integer products (GEMV act_int8: 1.3-1.9x the f32 path, as llama.cpp's Q8
      * activations); F32 keeps it f32 (exact to the oracle). Float matrices are always f32. */
     enum { FE_DECODE_DOT_AUTO = 0, FE_DECODE_DOT_F32 } decode_dot;
+    /* The body's steps: plain, every fold taken (the default), none, or priced by fold_price
+     * (lm/model/blocks.h); FE_BODY_HAND_FUSED is the reference the folds are tested against */
+    fe_body_form body;
+    fe_fold_price_fn fold_price;
+    void *fold_user;
 } fe_causal_options;
 
 fe_causal_options fe_causal_options_default(void);

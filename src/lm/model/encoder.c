@@ -46,7 +46,8 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
     const fe_encoder *e = model;
     const fe_bert_config *c = &e->w->cfg;
     const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots;
-    const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps};
+    const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps,
+                              .hand_fused = e->o.body == FE_BODY_HAND_FUSED};
     fe_val n = fe_scratchpad(t, "n");
     fe_val start[FE_ENCODER_MAX_SLOTS + 1];
     start[0] = fe_const(0);
@@ -166,6 +167,7 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
         fe_compile_options co = fe_compile_options_default();
         co.packaging = opt.packaging;
         co.verbose = opt.verbose;
+        fe_block_fold_options(opt.body, NULL, NULL, &co);
         fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
                                  {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
         st = fe_graph_compile(e->g, in, 2, &co);

@@ -22,6 +22,7 @@
 
 #include "ferrum/graph.h"
 #include "lm/model/bert.h"
+#include "lm/model/blocks.h"
 
 /* Per-call words the graph has: n and one offset per slot after the first, 32 in all (the
  * graph's limit on per-call values). */
@@ -37,6 +38,7 @@ typedef struct fe_encoder_options {
                            exact to the oracle's rounding */
     fe_packaging packaging;
     bool verbose;
+    fe_body_form body;  /* plain steps, every fold taken (the default); lm/model/blocks.h */
 } fe_encoder_options;
 
 fe_encoder_options fe_encoder_options_default(void);

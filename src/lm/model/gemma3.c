@@ -43,15 +43,13 @@ fe_h fe_gemma3_layer(fe_trace *t, const fe_lm_config *c, const fe_gemma3_io *io,
     fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
     snprintf(path, sizeof path, "layers.%lld.v_cache", (long long)l);
     fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
-    /* V, and K rotated, straight into the caches at [pos, pos + n) */
+    /* V, and K rotated, copied into the caches at [pos, pos + n) */
     int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
     fe_block_project(t, mm, fe_reshape(t, fe_window(t, vc, 0, io->pos, C, io->n), 2, kv_flat), h,
                      fe_block_layer_weight(t, l, "wv"));
     fe_setting form = FE_CHOICE("form", "rotate_half");
-    fe_value_set at = {"pos", io->pos};
-    fe_h qr[2] = {q, io->rope}, kr[2] = {k, io->rope};
-    q = fe_apply(t, "RoPE", qr, 2, &form, 1, &at, 1);
-    fe_apply_into(t, fe_window(t, kc, 0, io->pos, C, io->n), "RoPE", kr, 2, &form, 1, &at, 1);
+    q = fe_block_rope(t, mm, FE_NO_TENSOR, q, io->rope, form, io->pos);
+    fe_block_rope(t, mm, fe_window(t, kc, 0, io->pos, C, io->n), k, io->rope, form, io->pos);
     fe_h att_in[3] = {q, fe_bound(t, kc, 0, io->end), fe_bound(t, vc, 0, io->end)};
     fe_setting ap[2] = {{"scale", c->attn_scale}, {"window", (double)c->sliding_window}};
     fe_value_set off = {"q_offset", io->pos};

@@ -30,6 +30,7 @@ struct fe_gemma3_encoder {
 const char *fe_gemma3_encoder_message(const fe_gemma3_encoder *e) { return e->err.message; }
 int64_t fe_gemma3_encoder_max_tokens(const fe_gemma3_encoder *e) { return e->o.max_tokens; }
 int fe_gemma3_encoder_slots(const fe_gemma3_encoder *e) { return e->o.slots; }
+fe_graph *fe_gemma3_encoder_graph(fe_gemma3_encoder *e) { return e->g; }
 int64_t fe_gemma3_encoder_dim(const fe_gemma3_encoder *e) {
     const fe_embedgemma *m = e->m;
     return m->n_dense ? m->dense[m->n_dense - 1].shape[0] : m->cfg.hidden;
@@ -62,7 +63,7 @@ static fe_status body(fe_trace *t, const void *model) {
     const fe_gemma3_encoder *e = model;
     const fe_lm_config *c = &e->m->cfg;
     const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots, hd = c->head_dim;
-    const fe_block_mode mm = {.eps = c->rms_eps};
+    const fe_block_mode mm = {.eps = c->rms_eps, .hand_fused = e->o.body == FE_BODY_HAND_FUSED};
     fe_val n = fe_scratchpad(t, "n");
     fe_val start[FE_ENCODER_MAX_SLOTS + 1];
     start[0] = fe_const(0);
@@ -176,6 +177,7 @@ fe_status fe_gemma3_encoder_create(fe_device *dev, const fe_embedgemma *m,
         fe_compile_options co = fe_compile_options_default();
         co.packaging = opt.packaging;
         co.verbose = opt.verbose;
+        fe_block_fold_options(opt.body, NULL, NULL, &co);
         fe_named_tensor in = {"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
         st = fe_graph_compile(e->g, &in, 1, &co);
         if (st) fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));

@@ -30,6 +30,8 @@ int64_t fe_gemma3_encoder_max_tokens(const fe_gemma3_encoder *e);
 int fe_gemma3_encoder_slots(const fe_gemma3_encoder *e);
 /* The embedding's width: the last Dense layer's out features, else hidden. */
 int64_t fe_gemma3_encoder_dim(const fe_gemma3_encoder *e);
+/* The compiled graph; borrowed, lives as long as e. */
+fe_graph *fe_gemma3_encoder_graph(fe_gemma3_encoder *e);
 
 /* As fe_encoder_forward: *hidden is (sum of lens, hidden), the final norm applied. */
 fe_status fe_gemma3_encoder_forward(fe_gemma3_encoder *e, const int32_t *const *ids,
