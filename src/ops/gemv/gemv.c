@@ -175,7 +175,15 @@ static fe_status infer(fe_op_ctx *c) {
  * 1-4 % faster than at 4 in 3 alternated rounds; 2 rows of the plain ones 3-5 % slower).
  * prefetch keeps its declared default (2048 bytes: within noise of the best at every
  * bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
- * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site. */
+ * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site.
+ * batches_per_pass (bench_gemv_batches --cpu-time, load 11-15 on the 2-core EPYC, medians of
+ * 15 alternated runs, noisy): 8 for the int8 q4 dtypes (SmolLM2's q4_1 GEMVs at 8-16 batches
+ * 1.4-1.7x batch after batch on avx512, 1.2-1.5x on avx2) and emulated q8_0 (2048x8192:
+ * 1.1-1.2x at 8-16 batches on avx2); 4 for f32 / bf16 on avx2 and avx512 (bf16 2048x8192:
+ * 0.94-1.11x, within the noise: their x rows, K f32 each, outgrow L1 where the W row is
+ * cheap to widen); 1 for q8_0 under VNNI, whose bytes need no decoding (2048x8192: 0.83-0.92x
+ * at 4-16 batches: the passes read 3 x vectors a block a batch against the row kernel's
+ * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
         bool swiglu = fe_gemv_epi_gated((int)c->params[GEMV_EPI]);
@@ -184,16 +192,18 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GEMV_RPS] = blocks ? (int8 && swiglu ? 2 : 4) : swiglu ? 1 : 2;
         c->tunable_set[GEMV_RPS] = true;
     }
-    if (!c->tunable_set[GEMV_BPP]) {
-        bool floats = fe_dtype_info(c->operands[GEMV_W].dtype)->block == 1;
-        c->tunables[GEMV_BPP] = floats && c->dev->isa >= FE_ISA_AVX2 ? 4 : 8;
-        c->tunable_set[GEMV_BPP] = true;
-    }
     bool can = c->params[GEMV_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512vnni;
     if (!c->tunable_set[GEMV_DOT8] || !can) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
+    }
+    if (!c->tunable_set[GEMV_BPP]) {
+        const fe_dtype dt = c->operands[GEMV_W].dtype;
+        const bool floats = fe_dtype_info(dt)->block == 1;
+        c->tunables[GEMV_BPP] = dt == FE_DTYPE_Q8_0 && c->tunables[GEMV_DOT8] ? 1
+                                : floats && c->dev->isa >= FE_ISA_AVX2 ? 4 : 8;
+        c->tunable_set[GEMV_BPP] = true;
     }
 }
 
@@ -363,7 +373,8 @@ static const fe_case cases[] = {
     {.name = "q4_0/int8_b13", .dims = {13, 33, 96}, .n_dims = 3,
      P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"batches_per_pass", 4}},
      .n_tunables = 1},
-    {.name = "q8_0/int8_b9", .dims = {9, 45, 224}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q8_0/int8_b9", .dims = {9, 45, 224}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"batches_per_pass", 8}}, .n_tunables = 1},
     {.name = "q8_0/int8_b6_madd", .dims = {6, 19, 160}, .n_dims = 3, P1("act_int8", 1),
      .tunables = {{"int8_dot", 0}, {"batches_per_pass", 2}}, .n_tunables = 2},
     {.name = "f32/b16", .dims = {16, 19, 100}, .n_dims = 3},
