@@ -47,10 +47,9 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
             "turns). For a small model on many cores, whose one decode step cannot use them all"),
         {"batch", 0, ARG_FLAG, NULL, "batched decode: a group's slots are the rows of one "
          "batch, and every step is one decode call for all of them (matrix products over the "
-         "rows), with the prompts' chunks run between steps. Up to 4 rows decoding together "
-         "its tokens are `ferrum generate`'s (GEMVs over the rows); with more, GEMMs (cheaper "
-         "from about 5 rows) give tokens close to, not always equal to, them. At most 12 slots "
-         "a group", NULL, .flag = &a->batch},
+         "rows), with the prompts' chunks run between steps. Its tokens are `ferrum "
+         "generate`'s however many rows decode together (GEMVs over the rows, each weight "
+         "block decoded once for up to 8 of them). At most 12 slots a group", NULL, .flag = &a->batch},
         INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
             "prompt rows per prefill turn; the slots decoding wait at most one chunk"),
         INT("queue", 0, "N", &a->queue, 0, 1 << 16, "16",

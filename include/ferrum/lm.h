@@ -327,13 +327,10 @@ FE_API fe_status fe_lm_session_generate(fe_lm_session *s, const int32_t *ids, in
  * KV cache rows; every fe_lm_batch_step runs one prefill chunk for each slot still in its
  * prompt, then ONE decode call for every slot generating (its matrix products over all of
  * them). Sampling is on the host for every slot (the same draws as a session's host
- * sampler). A slot's prompt logits are a session's, bit for bit. Its decode logits are too
- * while at most 4 slots decode together (GEMVs over the rows, the session's arithmetic per
- * row, each weight row read once for them all); with more, the products are GEMMs (each
- * weight decoded once a step for every row: cheaper from about 5 rows on a CPU) and the
- * logits only close to a session's (within ~1e-6 of their spread with f32 dot products, a
- * few percent with the default int8 activations), so greedy tokens may part from
- * fe_lm_session_generate's after a while. One caller at a time. */
+ * sampler). A slot's prompt logits are a session's, bit for bit, and so are its decode
+ * logits however many slots decode together (GEMVs over the rows with the session's
+ * arithmetic per row, each weight block read and decoded once for up to 8 rows), so greedy
+ * tokens are fe_lm_session_generate's. One caller at a time. */
 typedef struct fe_lm_batch fe_lm_batch;
 
 enum { FE_LM_BATCH_MAX_SLOTS = 12 };

@@ -165,26 +165,10 @@ static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, fe_block_mode mm, int64_
     return fe_block_project_add(t, mm, a, lw(t, l, "w_down"), x);
 }
 
-/* One layer over B rows as a prefill chunk does it: RMSNorm, then GEMMs over the rows. */
-static fe_h layer_gemm(fe_trace *t, const rows_ctx *rc, fe_block_mode mm, int64_t l, fe_h x) {
-    const fe_lm_config *c = &rc->b->w->cfg;
-    int64_t B = rc->B, hd = c->head_dim;
-    int64_t qs[3] = {B, c->n_heads, hd}, ks[3] = {B, c->n_kv_heads, hd}, flat[2] = {B, c->n_heads * hd};
-    fe_h h = fe_block_rmsnorm(t, x, lw(t, l, "attn_norm"), mm.eps);
-    fe_h q = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wq")), 3, qs);
-    fe_h k = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wk")), 3, ks);
-    fe_h v = fe_reshape(t, project(t, mm, FE_NO_TENSOR, h, lw(t, l, "wv")), 3, ks);
-    attend_rows(t, rc, l, q, k, v);
-    x = fe_block_project_add(t, mm, fe_reshape(t, rc->att, 2, flat), lw(t, l, "wo"), x);
-    return ffn(t, mm, l, x);
-}
-
 /* The decode step: B rows (the input's length: one version per compiled size), row r in
- * slot "slot<r>" at position "pos<r>". Up to FE_BATCH_GEMV_ROWS rows its products are GEMVs
- * over the rows (bit-identical per row to the single-sequence decode step; their cost grows
- * with the rows on a CPU where decoding the weight blocks, not reading them, bounds it);
- * past that GEMMs (a cost nearly flat in the rows, above a few GEMV rows'; not
- * bit-identical: they sum in another order). */
+ * slot "slot<r>" at position "pos<r>". Its products are GEMVs over the rows, each weight
+ * block read and decoded once for up to 8 rows (GEMV's batches_per_pass) and bit-identical
+ * per row to the single-sequence decode step. */
 static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t shape[FE_MAX_RANK];
@@ -204,15 +188,13 @@ static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
     fe_block_mode mm = {.act_int8 = b->decode_int8, .eps = c->rms_eps,
                         .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
-    bool by_gemv = rc.B <= FE_BATCH_GEMV_ROWS;
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_input(t, "rows")); /* (B, hidden) */
     for (int64_t l = 0; l < c->n_layers; l++)
-        x = by_gemv ? layer_gemv(t, &rc, mm, l, x) : layer_gemm(t, &rc, mm, l, x);
+        x = layer_gemv(t, &rc, mm, l, x);
     fe_h xn = fe_block_rmsnorm(t, x, fe_weight(t, "norm"), c->rms_eps);
     fe_h none = FE_NO_TENSOR;
     fe_h head = fe_weight(t, "lm_head");
-    fe_output(t, by_gemv ? gemv(t, mm, head, xn, none, none, none, "none")
-                         : project(t, mm, FE_NO_TENSOR, xn, head)); /* (B, vocab) */
+    fe_output(t, gemv(t, mm, head, xn, none, none, none, "none")); /* (B, vocab) */
     return fe_trace_status(t);
 }
 

@@ -6,9 +6,8 @@
  *   same steps as the single-sequence model's prefill (causal.c), so a slot's prompt logits
  *   are bit-identical to a session's;
  * - a batched decode step of B rows, each its own slot and position (2 per-call words a
- *   row): its products take every row at once (GEMVs over the rows up to
- *   FE_BATCH_GEMV_ROWS: bit-identical per row to the single-sequence decode step; GEMMs past
- *   it: each weight read and decoded once per step for all rows, not bit-identical); RoPE,
+ *   row): its products are GEMVs over all the rows (each weight block read and decoded once
+ *   for up to 8 rows; bit-identical per row to the single-sequence decode step); RoPE,
  *   the KV write and attention run per row against the row's own cache. Compiled for B = 1,
  *   2, 4 ... and every slot; a call takes the smallest that holds its rows (the rows past
  *   them write to the sink).
@@ -20,11 +19,8 @@
 #include "lm/model/blocks.h"
 #include "lm/model/weights.h"
 
-/* Rows of one decode call, at most: two per-call words a row, within the graph's 32. Up to
- * FE_BATCH_GEMV_ROWS rows a decode step multiplies by GEMVs over the rows, past it by GEMMs
- * (measured on SmolLM2 Q4_1, 1 worker: GEMV rows cost ~18 ms each, a GEMM step ~80 ms flat
- * from 1 to 8 rows). */
-enum { FE_BATCH_MAX_ROWS = 12, FE_BATCH_GEMV_ROWS = 4 };
+/* Rows of one decode call, at most: two per-call words a row, within the graph's 32. */
+enum { FE_BATCH_MAX_ROWS = 12 };
 
 typedef struct fe_batch_options {
     int slots;           /* KV caches; 1..FE_BATCH_MAX_ROWS */

@@ -8,7 +8,8 @@
  * x's own order), vpmaddubsw against x's int8 and vpmaddwd by 1 into exact int32 lanes
  * (q4_0: ncorr's -8 * sum(x) added), times d dx, plus m dx sum(x) for q4_1. With 16 ymm
  * registers, 8 rows keep one accumulator each, fewer rows two. Tails of f32 use masked
- * loads; of bf16 / f16 a zero-padded copy. The driver is driver.inc. */
+ * loads; of bf16 / f16 a zero-padded copy. The batch kernels (one row, up to 8 batches) are
+ * avx2_batches.inc; the driver is driver.inc. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -429,4 +430,5 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
     }
 }
 
+#include "ops/gemv/avx2_batches.inc"
 #include "ops/gemv/driver.inc"

@@ -17,7 +17,7 @@
  *         x's int8 by vpdpbusd, or vpmaddubsw + vpmaddwd (emulated), into exact int32 lanes
  *         (q4_0: -8 * sum(x) per 4 lanes preset), then * (d dx) in f32; q4_1 adds m (dx
  *         sum(x)) per block. An odd last block goes alone in 256 bits.
- * The driver is driver.inc. */
+ * The batch kernels (one row, up to 8 batches) are avx512_batches.inc; the driver is driver.inc. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -508,4 +508,5 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
     }
 }
 
+#include "ops/gemv/avx512_batches.inc"
 #include "ops/gemv/driver.inc"

@@ -50,6 +50,12 @@ static const fe_tunable_decl tunables[] = {
                               .n_choices = 8}, 2048, true,
                  "software prefetch distance, bytes ahead in each row stream (0: the hardware "
                  "prefetcher's alone, which falls behind on the slower-to-decode block dtypes)"},
+    [GEMV_BPP] = {"batches_per_pass", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 2, 4, 8},
+                                       .n_choices = 4}, 8, true,
+                  "x rows (batches) dotted with each W block while it is in registers: the "
+                  "block is loaded and decoded once per pass of up to this many batches (f32, "
+                  "bf16, act_int8 q8_0/q4_0/q4_1; scalar: every non-k-quant dtype); 1 = batch "
+                  "after batch. Every batch's y is bit-identical whatever the setting"},
 };
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
@@ -169,7 +175,15 @@ static fe_status infer(fe_op_ctx *c) {
  * 1-4 % faster than at 4 in 3 alternated rounds; 2 rows of the plain ones 3-5 % slower).
  * prefetch keeps its declared default (2048 bytes: within noise of the best at every
  * bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
- * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site. */
+ * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site.
+ * batches_per_pass (bench_gemv_batches --cpu-time, load 11-15 on the 2-core EPYC, medians of
+ * 15 alternated runs, noisy): 8 for the int8 q4 dtypes (SmolLM2's q4_1 GEMVs at 8-16 batches
+ * 1.4-1.7x batch after batch on avx512, 1.2-1.5x on avx2) and emulated q8_0 (2048x8192:
+ * 1.1-1.2x at 8-16 batches on avx2); 4 for f32 / bf16 on avx2 and avx512 (bf16 2048x8192:
+ * 0.94-1.11x, within the noise: their x rows, K f32 each, outgrow L1 where the W row is
+ * cheap to widen); 1 for q8_0 under VNNI, whose bytes need no decoding (2048x8192: 0.83-0.92x
+ * at 4-16 batches: the passes read 3 x vectors a block a batch against the row kernel's
+ * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
         bool swiglu = fe_gemv_epi_gated((int)c->params[GEMV_EPI]);
@@ -183,6 +197,13 @@ static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_DOT8] || !can) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
+    }
+    if (!c->tunable_set[GEMV_BPP]) {
+        const fe_dtype dt = c->operands[GEMV_W].dtype;
+        const bool floats = fe_dtype_info(dt)->block == 1;
+        c->tunables[GEMV_BPP] = dt == FE_DTYPE_Q8_0 && c->tunables[GEMV_DOT8] ? 1
+                                : floats && c->dev->isa >= FE_ISA_AVX2 ? 4 : 8;
+        c->tunable_set[GEMV_BPP] = true;
     }
 }
 
@@ -342,6 +363,29 @@ static const fe_case cases[] = {
     /* the other rows_per_step choices than resolve's (2 / 1 for floats, 4 for blocks) */
     {.name = "bf16/rps8", .dims = {1, 70, 64}, .n_dims = 3, .tunables = {{"rows_per_step", 8}}, .n_tunables = 1},
     {.name = "q4_1/rps1", .dims = {1, 50, 96}, .n_dims = 3, .tunables = {{"rows_per_step", 1}}, .n_tunables = 1},
+    /* batch passes (batches_per_pass, resolve's 8 for blocks and 4 for floats, or pinned):
+     * B from 2 to 16 (two prepared chunks past 16 batches' worth of passes), passes of 8, 4,
+     * 2 and 1, K an odd count of blocks (an unpaired last block) or off the float tiles, N
+     * odd; the fused prologue and epilogues; batch after batch (1) beside them */
+    {.name = "q4_1/int8_b16", .dims = {16, 37, 160}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_1/int8_b11_fused", .dims = {11, 21, 576}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q4_0/int8_b13", .dims = {13, 33, 96}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"batches_per_pass", 4}},
+     .n_tunables = 1},
+    {.name = "q8_0/int8_b9", .dims = {9, 45, 224}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"batches_per_pass", 8}}, .n_tunables = 1},
+    {.name = "q8_0/int8_b6_madd", .dims = {6, 19, 160}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"int8_dot", 0}, {"batches_per_pass", 2}}, .n_tunables = 2},
+    {.name = "f32/b16", .dims = {16, 19, 100}, .n_dims = 3},
+    {.name = "f32/b5_rps8", .dims = {5, 41, 211}, .n_dims = 3,
+     .tunables = {{"rows_per_step", 8}, {"batches_per_pass", 8}}, .n_tunables = 2},
+    {.name = "bf16/b7", .dims = {7, 37, 100}, .n_dims = 3, .tunables = {{"batches_per_pass", 2}},
+     .n_tunables = 1},
+    {.name = "bf16/b12_swiglu", .dims = {12, 23, 168}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("epilogue", GEMV_EPI_SWIGLU, "prologue", GEMV_PRO_RMSNORM)},
+    {.name = "q4_1/int8_b4_bpp1", .dims = {4, 35, 160}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"batches_per_pass", 1}}, .n_tunables = 1},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},

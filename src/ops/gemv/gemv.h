@@ -19,7 +19,15 @@
  * to a chunk of batches into its own slice of the workspace, then sweeps its rows as
  * rows_per_step streams (its rows cut into that many contiguous runs, one row of each per
  * step), each step dotting those W rows with every batch of the chunk that reads that
- * matrix (the rows stay in L1/L2 across those batches). See driver.inc. */
+ * matrix (the rows stay in L1/L2 across those batches). With batches_per_pass P > 1 and a
+ * dtype the ISA has a batch kernel for (gemv_dot_batches: f32, bf16, and act_int8 q8_0 / q4_0
+ * / q4_1 on avx2 and avx512; every dtype but the kquant family's on scalar), each W row's
+ * blocks are instead loaded and decoded once per pass of up to P batches and dotted with all
+ * of them in registers, so the decoding (nibble unpacking, scales, bf16 widening) is paid
+ * once per P batches rather than once per batch. Each batch's dot keeps the exact operation
+ * order of the batch-after-batch kernel at the row count the step has (its accumulation
+ * class), so every batch's y is bit-identical whatever P and whatever the other batches.
+ * See driver.inc. */
 #ifndef FE_OPS_GEMV_H
 #define FE_OPS_GEMV_H
 
@@ -33,7 +41,7 @@ enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL, GEMV_EP
 /* the epilogues that read up (the paired matrix) */
 static inline bool fe_gemv_epi_gated(int epi) { return epi == GEMV_EPI_SWIGLU || epi == GEMV_EPI_GEGLU; }
 enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
-enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF };                      /* tunables */
+enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF, GEMV_BPP };            /* tunables */
 enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
 enum { GEMV_V_ROWS, GEMV_V_BATCHES };                                   /* per-call values */
 
@@ -42,7 +50,9 @@ enum { GEMV_V_ROWS, GEMV_V_BATCHES };                                   /* per-c
  * avx512vnni: the tunable int8_dot says which). Both give the same integers. */
 enum { GEMV_I8_NONE = 0, GEMV_I8_EMUL, GEMV_I8_VNNI };
 
-enum { GEMV_MAX_RPS = 8, GEMV_ROW_ALIGN = 16, GEMV_CHUNK = 8 };
+/* GEMV_CHUNK: batches prepared at once, so up to that many read each W row from memory once;
+ * GEMV_MAX_PASS: the most batches one pass dots with a weight block in registers */
+enum { GEMV_MAX_RPS = 8, GEMV_ROW_ALIGN = 16, GEMV_CHUNK = 16, GEMV_MAX_PASS = 8 };
 
 /* The shape of one run, read from args and design. */
 typedef struct gemv_shape {
@@ -54,6 +64,7 @@ typedef struct gemv_shape {
     size_t rs, ms;          /* bytes of one W row, of one (N, K) matrix */
     int epi, pro, i8;       /* epilogue, prologue, GEMV_I8_* */
     int rps;
+    int bpp;                /* batches_per_pass: 1 for batch after batch (gemv.h's opening) */
     int64_t pf;             /* software prefetch distance in bytes, 0 for none */
 } gemv_shape;
 

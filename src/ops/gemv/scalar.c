@@ -45,4 +45,22 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t stride,
     }
 }
 
+/* Batch passes: every dtype but the kquant family's (whose row kernels decode as they dot):
+ * a block row decoded once into the row buffer for all nb batches, int8 rows dotted per batch
+ * by the reference's own block sums; the same calls as gemv_dot, so the same bits. */
+static bool gemv_batches_serve(const gemv_shape *s) { return !fe_kq_serves(s->dt); }
+
+static void gemv_dot_batches(const gemv_shape *s, const unsigned char *w, const unsigned char *nx, int nrc,
+                             const gemv_x *x, int nb, float *rowbuf, float *out) {
+    (void)nx, (void)nrc; /* no prefetch; one accumulation order whatever the rows */
+    const float *row = (const float *)w;
+    if (s->i8 == GEMV_I8_NONE && s->dt != FE_DTYPE_F32) {
+        fe_dequant_row(s->dt, w, rowbuf, s->K);
+        row = rowbuf;
+    }
+    for (int b = 0; b < nb; b++)
+        out[b] = s->i8 != GEMV_I8_NONE ? (float)fe_gemv_dot_int8(s->dt, w, x[b].q8, x[b].dx, s->K)
+                                       : dot_f32(row, x[b].xf, s->K);
+}
+
 #include "ops/gemv/driver.inc"

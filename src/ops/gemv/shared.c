@@ -34,6 +34,7 @@ void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s) {
     s->i8 = d->params[GEMV_INT8] != 0 ? (d->tunables[GEMV_DOT8] ? GEMV_I8_VNNI : GEMV_I8_EMUL)
                                       : GEMV_I8_NONE;
     s->rps = (int)d->tunables[GEMV_RPS];
+    s->bpp = (int)d->tunables[GEMV_BPP];
     s->pf = d->tunables[GEMV_PF];
 }
 
