@@ -1,13 +1,15 @@
-/* fuzz/fuzz_serve_request.c: libFuzzer target for `ferrum serve`'s request parser
- * (apps/serve/request.c): the input read as a chat and as a completion request body. Whatever
- * it holds, the parser either accepts it with every field inside its range, or refuses it
- * with a 4xx/5xx status and a message; the refusal's JSON body (apps/serve/reply.c) is always
- * valid JSON, and an accepted request's streamed chunk and whole answer are too. */
+/* fuzz/fuzz_serve_request.c: libFuzzer target for `ferrum serve`'s request parsers
+ * (apps/serve/request.c, apps/serve/embed_request.c): the input read as a chat, a completion
+ * and an embeddings request body. Whatever it holds, a parser either accepts it with every
+ * field inside its range, or refuses it with a 4xx/5xx status and a message; the refusal's
+ * JSON body (apps/serve/reply.c) is always valid JSON, and an accepted request's streamed
+ * chunk, whole answer and embeddings answer are too. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../apps/serve/embed_request.h"
 #include "../apps/serve/reply.h"
 #include "../apps/serve/request.h"
 
@@ -43,7 +45,34 @@ static void check_accepted(const serve_request *r, serve_kind kind) {
     must_be_json(reply_whole(&h, &c, 1, &u));
 }
 
+enum { FUZZ_MAX_INPUTS = 64 };
+
+static void check_embed_accepted(const serve_embed_request *r) {
+    if (!r->model || r->n < 1 || !r->texts == !r->ids || r->dimensions < 0) __builtin_trap();
+    if (r->n > FUZZ_MAX_INPUTS) __builtin_trap();
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->texts && (!r->texts[i] || !*r->texts[i])) __builtin_trap();
+        if (r->ids && (!r->ids[i] || r->n_ids[i] < 1)) __builtin_trap();
+        for (size_t k = 0; r->ids && k < r->n_ids[i]; k++)
+            if (r->ids[i][k] < 0) __builtin_trap();
+    }
+    float v[2 * 3] = {0.5f, -1, 3, 1e-30f, 0, 2};
+    size_t n = r->n < 2 ? r->n : 2;
+    must_be_json(reply_embeddings(r->model, v, n, 3, r->base64, 9));
+}
+
+static void embeddings(const uint8_t *data, size_t size) {
+    serve_embed_request r;
+    serve_error e = {0};
+    int code = serve_embed_request_parse((const char *)data, size, FUZZ_MAX_INPUTS, &r, &e);
+    if (code == 0) check_embed_accepted(&r);
+    else if (code < 400 || code > 599 || code != e.status || !e.message[0]) __builtin_trap();
+    else must_be_json(reply_error(&e));
+    serve_embed_request_free(&r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    embeddings(data, size);
     for (int k = 0; k < 2; k++) {
         serve_kind kind = k ? SERVE_COMPLETION : SERVE_CHAT;
         serve_request r;

@@ -2,7 +2,8 @@
  * the real OpenAI Python client and curl (tests/serve/test_serve.py, one group of claims per
  * test): every endpoint (api), the fault cases (faults), tokens equal to `ferrum generate`'s
  * alone and beside other requests (equal), a client gone mid-stream (disconnect), both again
- * with batched decode (batch).
+ * with batched decode (batch), POST /v1/embeddings on all-MiniLM-L6-v2 beside the chat model
+ * and alone (embed).
  *
  * The client lives in a venv under the build folder ($FERRUM_BUILD/serve-venv), made on first
  * use from tests/serve/requirements.txt (pip, PyPI) and made again when that file changes.
@@ -49,12 +50,18 @@ static const char *venv(void) {
 static void run_group(const char *group) {
     const char *model = lmfix_need_smollm2();
     if (!model) skip();
+    char encoder[1024] = "";
+    if (strcmp(group, "embed") == 0) {
+        const char *e = lmfix_need_minilm();
+        if (!e) skip();
+        snprintf(encoder, sizeof encoder, " --encoder %s", e);
+    }
     const char *py = venv();
     if (!py) skip();
     const char *bin = getenv("FERRUM_BIN");
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s tests/serve/test_serve.py %s --ferrum %s --model %s", py, group,
-             bin && *bin ? bin : "build/ferrum", model);
+    snprintf(cmd, sizeof cmd, "%s tests/serve/test_serve.py %s --ferrum %s --model %s%s", py, group,
+             bin && *bin ? bin : "build/ferrum", model, encoder);
     int code = sh(cmd);
     if (code != 0) fail_msg("test_serve.py %s exited %d", group, code);
 }
@@ -84,6 +91,11 @@ static void batched_decode_gives_the_same_tokens_and_frees_a_row_gone(void **sta
     run_group("batch");
 }
 
+static void embeddings_are_ferrum_embeds_to_the_byte_and_faults_are_named(void **state) {
+    (void)state;
+    run_group("embed");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(serves_every_endpoint_through_the_openai_client),
@@ -91,6 +103,7 @@ int main(void) {
         cmocka_unit_test(tokens_equal_generate_alone_and_beside_others),
         cmocka_unit_test(a_client_gone_mid_stream_frees_its_slot),
         cmocka_unit_test(batched_decode_gives_the_same_tokens_and_frees_a_row_gone),
+        cmocka_unit_test(embeddings_are_ferrum_embeds_to_the_byte_and_faults_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -223,8 +223,10 @@ static void answers_have_openai_shapes(void **state) {
     assert_true(json_is_null(json_object_get(json_object_get(o, "error"), "param")));
     json_decref(o);
 
-    o = loads(reply_models("m", 5));
+    const char *names[] = {"m", "e"};
+    o = loads(reply_models(names, 2, 5));
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")), "m");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 1), "id")), "e");
     json_decref(o);
 }
 

@@ -123,8 +123,71 @@ static json_t *model_json(const char *model, int64_t created) {
                      (json_int_t)created, "owned_by", "ferrum");
 }
 
-char *reply_models(const char *model, int64_t created) {
-    return dump(json_pack("{s:s,s:[o]}", "object", "list", "data", model_json(model, created)));
+char *reply_models(const char *const *models, int n, int64_t created) {
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(list, model_json(models[i], created));
+    return dump(json_pack("{s:s,s:o}", "object", "list", "data", list));
 }
 
 char *reply_model(const char *model, int64_t created) { return dump(model_json(model, created)); }
+
+/* bytes[0..n) in standard base64 with padding */
+static json_t *base64_json(const unsigned char *bytes, size_t n) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *p = malloc((n + 2) / 3 * 4 + 1);
+    if (!p) return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t w = (uint32_t)bytes[i] << 16 | (i + 1 < n ? (uint32_t)bytes[i + 1] << 8 : 0) |
+                     (i + 2 < n ? bytes[i + 2] : 0);
+        p[at++] = digits[w >> 18 & 63];
+        p[at++] = digits[w >> 12 & 63];
+        p[at++] = i + 1 < n ? digits[w >> 6 & 63] : '=';
+        p[at++] = i + 2 < n ? digits[w & 63] : '=';
+    }
+    json_t *j = json_stringn(p, at);
+    free(p);
+    return j;
+}
+
+/* v[0..dim) as base64 of its float32 bytes, little-endian as OpenAI's clients decode them */
+static json_t *vector_base64(const float *v, int64_t dim) {
+    unsigned char *b = malloc((size_t)dim * 4 + 1);
+    if (!b) return NULL;
+    for (int64_t i = 0; i < dim; i++) {
+        uint32_t w;
+        memcpy(&w, &v[i], 4);
+        for (int k = 0; k < 4; k++) b[i * 4 + k] = (unsigned char)(w >> (8 * k));
+    }
+    json_t *j = base64_json(b, (size_t)dim * 4);
+    free(b);
+    return j;
+}
+
+char *reply_embeddings(const char *model, const float *vectors, size_t n, int64_t dim,
+                       bool base64, int64_t prompt_tokens) {
+    json_t *data = json_array();
+    for (size_t i = 0; data && i < n; i++) {
+        const float *v = vectors + i * (size_t)dim;
+        json_t *e;
+        if (base64) {
+            e = vector_base64(v, dim);
+        } else {
+            e = json_array();
+            for (int64_t k = 0; e && k < dim; k++) json_array_append_new(e, json_real(v[k]));
+        }
+        if (!e || json_array_append_new(data, json_pack("{s:s,s:I,s:o}", "object", "embedding", "index",
+                                                        (json_int_t)i, "embedding", e)) != 0) {
+            json_decref(data);
+            return NULL;
+        }
+    }
+    json_t *o = json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model", model,
+                          "usage", "prompt_tokens", (json_int_t)prompt_tokens, "total_tokens",
+                          (json_int_t)prompt_tokens);
+    if (!o) return NULL;
+    /* 9 significant digits give every float32 back exactly */
+    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    return s;
+}

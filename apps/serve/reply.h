@@ -6,6 +6,7 @@
 #ifndef FE_SERVE_REPLY_H
 #define FE_SERVE_REPLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,8 +40,13 @@ char *reply_chunk(const reply_head *h, int index, const char *text, size_t len, 
                   const char *finish_reason);
 /* The last chunk of a stream with stream_options.include_usage: no choices, the usage. */
 char *reply_usage_chunk(const reply_head *h, const reply_usage *u);
-/* GET /v1/models: the one model served. */
-char *reply_models(const char *model, int64_t created);
+/* GET /v1/models: the models served (a chat model, an embedding model, or both). */
+char *reply_models(const char *const *models, int n, int64_t created);
 char *reply_model(const char *model, int64_t created);
+/* POST /v1/embeddings: vectors[0 .. n * dim), row i input i's, as JSON floats (each float32
+ * written so it reads back exactly) or, with base64, the base64 of its little-endian float32
+ * bytes; usage.prompt_tokens (and total_tokens) = prompt_tokens. */
+char *reply_embeddings(const char *model, const float *vectors, size_t n, int64_t dim,
+                       bool base64, int64_t prompt_tokens);
 
 #endif

@@ -472,6 +472,14 @@ FE_API fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t 
                              const fe_lm_embed_options *o, float *out, int64_t *dim,
                              fe_lm_embed_stats *stats);
 
+/* As fe_lm_embed, for inputs given as token ids: ids[i][0 .. n_ids[i]) run as given (the
+ * prompt of o is not added, nor [CLS]/[SEP] or the template's tokens: give them as
+ * fe_lm_encoder_tokenize does). FE_E_INVALID naming the input for one of no ids or more than
+ * the encoder's max_tokens, or an id outside the vocabulary. */
+FE_API fe_status fe_lm_embed_ids(fe_lm_encoder *e, const int32_t *const *ids, const size_t *n_ids,
+                                 size_t n, const fe_lm_embed_options *o, float *out, int64_t *dim,
+                                 fe_lm_embed_stats *stats);
+
 /* The ids text (with the prompt of o, may be NULL) is run as: [CLS] ... [SEP], cut at
  * max_tokens. A new array *ids of *n ids (fe_lm_free). */
 FE_API fe_status fe_lm_encoder_tokenize(fe_lm_encoder *e, const char *text,

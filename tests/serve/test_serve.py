@@ -9,11 +9,13 @@ faults (malformed bodies, unknown model, limits, API key, queue full, time limit
 client: each a clean 4xx/5xx naming its rule, and the server keeps serving), equal (the
 server's tokens equal `ferrum generate`'s for the same prompt and seed, alone and beside
 other requests, over two device groups), disconnect (a client gone mid-stream frees its slot
-at the next step), batch (equal and disconnect again, with --batch).
+at the next step), batch (equal and disconnect again, with --batch), embed (POST
+/v1/embeddings beside the chat model and alone: `ferrum embed`'s vectors to the byte, token
+ids, usage, faults; --encoder names the folder).
 
 Only 127.0.0.1 is ever contacted. Every wait is bounded. Exit 0 when every claim holds;
 otherwise the failed claim and the server's log on stderr, exit 1. Run by tests/test_serve.c."""
-import argparse, json, os, re, signal, socket, subprocess, sys, threading, time, urllib.request
+import argparse, base64, json, os, re, signal, socket, struct, subprocess, sys, threading, time, urllib.request
 
 HOST = "127.0.0.1"
 
@@ -419,6 +421,110 @@ def group_disconnect(a, *server_args):
         s.stop()
 
 
+# ---- embeddings ----
+
+def ferrum_embed(a, texts):
+    """`ferrum embed` of texts: (float32 rows as bytes, tokens run) from its .npy output."""
+    args = [a.ferrum, "embed", a.encoder, "--format", "npy"]
+    for t in texts:
+        args += ["--text", t]
+    out = subprocess.run(args, capture_output=True, timeout=300)
+    claim(out.returncode == 0, f"ferrum embed: {out.stderr[-500:]!r}")
+    npy = out.stdout
+    claim(npy[:6] == b"\x93NUMPY", "ferrum embed wrote a .npy")
+    header_len = struct.unpack("<H", npy[8:10])[0]
+    claim(b"'<f4'" in npy[10:10 + header_len], "float32 rows")
+    tokens = int(re.search(r"(\d+) tokens", out.stderr.decode()).group(1))
+    return npy[10 + header_len:], tokens
+
+
+def floats_bytes(vec):
+    return struct.pack(f"<{len(vec)}f", *vec)
+
+
+def group_embed(a):
+    """POST /v1/embeddings beside the chat model: the openai client's vectors (base64, its
+    default, and float) are `ferrum embed`'s to the byte, token-id input equals text input,
+    usage counts the tokens, and every fault is a 4xx naming its rule."""
+    enc_id = os.path.basename(a.encoder.rstrip("/"))
+    s = Server(a.ferrum, a.model, "--parallel", "1", "--ctx", "256", "--embedding-model", a.encoder,
+               "--max-embedding-inputs", "4")
+    try:
+        c = s.client()
+        mid = model_id(a.model)
+        claim([m.id for m in c.models.list().data] == [mid, enc_id], "GET /v1/models lists both models")
+        status, _, body = http(s, "GET", "/v1/models/" + enc_id)
+        claim(status == 200 and json.loads(body)["id"] == enc_id, "GET /v1/models/ID of the encoder")
+        texts = ["A man is eating food.", "The new movie is awesome.", "ünïcödé tëxt, with accents"]
+        want, tokens = ferrum_embed(a, texts)
+        for fmt in (None, "float", "base64"):  # None: the client asks base64 and decodes it itself
+            kw = {"encoding_format": fmt} if fmt else {}
+            r = c.embeddings.create(model=enc_id, input=texts, **kw)
+            claim(r.object == "list" and r.model == enc_id and [d.index for d in r.data] == [0, 1, 2], f"{fmt}: shape")
+            got = b"".join(base64.b64decode(d.embedding) if fmt == "base64" else floats_bytes(d.embedding)
+                           for d in r.data)
+            claim(got == want, f"{fmt}: the vectors are ferrum embed's to the byte")
+            claim(r.usage.prompt_tokens == tokens and r.usage.total_tokens == tokens,
+                  f"{fmt}: usage {r.usage} counts the {tokens} tokens")
+        one = c.embeddings.create(model=enc_id, input=texts[0], encoding_format="float")
+        claim(floats_bytes(one.data[0].embedding) == want[:384 * 4], "a single string input")
+        # token ids in: [CLS] a cat [SEP] as WordPiece gives them (bert-base-uncased's ids)
+        by_text = c.embeddings.create(model=enc_id, input="a cat", encoding_format="float").data[0].embedding
+        by_ids = c.embeddings.create(model=enc_id, input=[101, 1037, 4937, 102], encoding_format="float")
+        claim(by_ids.usage.prompt_tokens == 4, "token-id input counts its ids")
+        claim(floats_bytes(by_ids.data[0].embedding) == floats_bytes(by_text), "token ids equal their text")
+        two = c.embeddings.create(model=enc_id, input=[[101, 1037, 4937, 102], [101, 102]], encoding_format="float")
+        claim(len(two.data) == 2 and floats_bytes(two.data[0].embedding) == floats_bytes(by_text), "lists of ids")
+        # the chat model still answers beside it
+        r = c.completions.create(model=mid, prompt="1, 2, 3, 4,", max_tokens=4, temperature=0)
+        claim(r.choices[0].text.startswith(" 5"), "the chat model still answers")
+
+        ct = ["-H", "Content-Type: application/json", "URL/v1/embeddings", "-d"]
+        faults = [
+            ({"model": enc_id, "input": ""}, 400, "empty string", "input"),
+            ({"model": enc_id, "input": []}, 400, "empty list", "input"),
+            ({"model": enc_id, "input": ["a", 3]}, 400, "not a mix", "input"),
+            ({"model": enc_id, "input": ["a"] * 5}, 400, "--max-embedding-inputs", "input"),
+            ({"model": enc_id, "input": "a", "encoding_format": "int8"}, 400, "base64", "encoding_format"),
+            ({"model": enc_id, "input": "a", "dimensions": 64}, 400, "Matryoshka", "dimensions"),
+            ({"model": enc_id, "input": "a", "dimensions": 385}, 400, "at most 384", "dimensions"),
+            ({"model": enc_id, "input": [101, 99999, 102]}, 400, "outside the vocabulary", "input"),
+            ({"model": enc_id, "input": [101] * 300}, 400, "max_tokens", "input"),
+            ({"model": enc_id, "input": "word " * 400}, 400, "maximum of 256 tokens", "input"),
+            ({"model": "nope", "input": "a"}, 404, "not an embedding model served here", "model"),
+            ({"model": mid, "input": "a"}, 404, "not an embedding model served here", "model"),
+            ({"input": "a"}, 400, "model is required", "model"),
+        ]
+        for body, status, words, param in faults:
+            got, out = curl(s, *ct, json.dumps(body))
+            claim(got == status, f"{body!r:.80}: HTTP {got}, wanted {status}")
+            error_of(out, got, words, param)
+        got, out = curl(s, *ct, '{"model": "x", "input": ')
+        claim(got == 400, "malformed JSON: 400")
+        error_of(out, got, "not valid JSON")
+        got, out = curl(s, "URL/v1/embeddings")
+        claim(got == 405, f"GET /v1/embeddings: {got}")
+        claim(metric(s, "ferrum_embedding_inputs_total") >= 12, "embedding inputs counted")
+        claim(metric(s, "ferrum_embedding_tokens_total") >= 2 * tokens, "embedding tokens counted")
+    finally:
+        s.stop()
+    # alone: no chat model, and the chat routes say so
+    s = Server(a.ferrum, "--embedding-model=" + a.encoder)
+    try:
+        c = s.client()
+        claim([m.id for m in c.models.list().data] == [enc_id], "alone, GET /v1/models lists the encoder")
+        r = c.embeddings.create(model=enc_id, input=texts, encoding_format="float")
+        claim(b"".join(floats_bytes(d.embedding) for d in r.data) == want, "alone, the same vectors")
+        got, out = curl(s, "-H", "Content-Type: application/json", "URL/v1/chat/completions", "-d",
+                        json.dumps({"model": enc_id, "messages": [{"role": "user", "content": "hi"}]}))
+        claim(got == 404, f"chat on an embeddings-only server: {got}")
+        error_of(out, got, "serves no chat model", "model")
+        status, _, body = http(s, "GET", "/health")
+        claim(status == 200 and json.loads(body)["slots"] == 0, f"/health {body!r}")
+    finally:
+        s.stop()
+
+
 def group_batch(a):
     """--batch: three slots decoded by one call a step (GEMVs over the rows) give generate's
     tokens alone and side by side; a disconnect ends its row at the next step."""
@@ -427,7 +533,7 @@ def group_batch(a):
 
 
 GROUPS = {"api": group_api, "faults": group_faults, "equal": group_equal, "disconnect": group_disconnect,
-          "batch": group_batch}
+          "batch": group_batch, "embed": group_embed}
 
 
 def main():
@@ -435,6 +541,7 @@ def main():
     ap.add_argument("group", choices=sorted(GROUPS))
     ap.add_argument("--ferrum", required=True)
     ap.add_argument("--model", required=True)
+    ap.add_argument("--encoder", help="an encoder folder (all-MiniLM-L6-v2), for the embed group")
     a = ap.parse_args()
     try:
         GROUPS[a.group](a)
