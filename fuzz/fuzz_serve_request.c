@@ -25,7 +25,8 @@ static void must_be_json(char *s) {
 }
 
 static void check_accepted(const serve_request *r, serve_kind kind) {
-    if (!r->model || r->n < 1 || r->n > SERVE_MAX_N || r->n_stop < 0 || r->n_stop > SERVE_MAX_STOP)
+    if (!r->model || r->n < 1 || r->n > SERVE_MAX_N || r->n_stop < 0 || r->n_stop > SERVE_MAX_STOP ||
+        r->top_logprobs < 0 || r->top_logprobs > SERVE_MAX_TOP_LOGPROBS || (r->top_logprobs && !r->logprobs))
         __builtin_trap();
     if (kind == SERVE_CHAT && (r->n_messages < 1 || !r->messages)) __builtin_trap();
     if (kind == SERVE_COMPLETION && !r->prompt == !r->prompt_ids) __builtin_trap();
@@ -39,9 +40,13 @@ static void check_accepted(const serve_request *r, serve_kind kind) {
         if (!r->stop[i] || !*r->stop[i]) __builtin_trap();
     reply_head h = {kind, "id", 0, r->model};
     const char *text = r->prompt ? r->prompt : r->n_messages ? r->messages[0].content : "";
-    reply_choice c = {text, strlen(text), "stop"};
+    /* the request's text as a token's piece, cut anywhere (part of a character) */
+    reply_token_logprobs t = {.chosen = {text, strlen(text) / 2, -0.5f}, .n_top = r->top_logprobs};
+    for (int k = 0; k < t.n_top; k++) t.top[k] = (reply_logprob){text, strlen(text) / (size_t)(k + 1), -(float)k};
+    reply_logprobs l = {.p = &t, .n = 1, .cap = 1};
+    reply_choice c = {text, strlen(text), "stop", r->logprobs ? &l : NULL};
     reply_usage u = {1, 2, 0};
-    must_be_json(reply_chunk(&h, 0, text, strlen(text), 1, NULL));
+    must_be_json(reply_chunk(&h, 0, text, strlen(text), 1, NULL, r->logprobs ? &l : NULL));
     must_be_json(reply_whole(&h, &c, 1, &u));
 }
 

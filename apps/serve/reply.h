@@ -24,10 +24,37 @@ typedef struct reply_usage {
     int64_t prompt_tokens, completion_tokens, cached_tokens;
 } reply_usage;
 
+/* A token's log-probability: its bytes (a piece of the vocabulary; may be part of a UTF-8
+ * character) and the value. */
+typedef struct reply_logprob {
+    const char *piece;
+    size_t len;
+    float logprob;
+} reply_logprob;
+
+/* One generated token's: its own, and the most likely tokens' at that step. */
+typedef struct reply_token_logprobs {
+    reply_logprob chosen;
+    int n_top;
+    reply_logprob top[SERVE_MAX_TOP_LOGPROBS];
+} reply_token_logprobs;
+
+/* Tokens' log-probabilities in order; text_offset is where the first token's text starts in
+ * the choice's text (a completion's text_offset list counts from it). */
+typedef struct reply_logprobs {
+    reply_token_logprobs *p;
+    size_t n, cap;
+    size_t text_offset;
+} reply_logprobs;
+
+/* Appends t. false when out of memory (l unchanged). */
+bool reply_logprobs_push(reply_logprobs *l, const reply_token_logprobs *t);
+
 typedef struct reply_choice {
     const char *text;
     size_t len;
     const char *finish_reason; /* "stop", "length"; NULL while streaming */
+    const reply_logprobs *logprobs; /* NULL: "logprobs": null */
 } reply_choice;
 
 /* {"error": {"message", "type", "param", "code"}} */
@@ -35,9 +62,12 @@ char *reply_error(const serve_error *e);
 /* The whole answer: choices[0..n) and the usage. */
 char *reply_whole(const reply_head *h, const reply_choice *choices, int n, const reply_usage *u);
 /* One streamed chunk for choice `index`: text (chat: the delta's content; with `role`, the
- * first chunk's delta {"role": "assistant", "content": ""}) and finish_reason (NULL: none). */
+ * first chunk's delta {"role": "assistant", "content": ""}), finish_reason (NULL: none) and
+ * the log-probabilities of the tokens it brings (NULL: null). Log-probabilities come in
+ * OpenAI's shapes: a chat's {"content": [{"token", "logprob", "bytes", "top_logprobs"}]}, a
+ * completion's {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}. */
 char *reply_chunk(const reply_head *h, int index, const char *text, size_t len, int role,
-                  const char *finish_reason);
+                  const char *finish_reason, const reply_logprobs *logprobs);
 /* The last chunk of a stream with stream_options.include_usage: no choices, the usage. */
 char *reply_usage_chunk(const reply_head *h, const reply_usage *u);
 /* GET /v1/models: the models served (a chat model, an embedding model, or both). */

@@ -283,7 +283,8 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, conn *k, serve_job
     if (end == JOB_FINISHED) {
         reply_choice ch[SERVE_MAX_N];
         for (int i = 0; i < j->req.n; i++)
-            ch[i] = (reply_choice){j->text[i].p, j->text[i].len, j->finish[i]};
+            ch[i] = (reply_choice){j->text[i].p, j->text[i].len, j->finish[i],
+                                   j->req.logprobs ? &j->logprobs[i] : NULL};
         ok = send_json(c, k, 200, reply_whole(&j->head, ch, j->req.n, &j->usage));
     } else if (end == JOB_TIMED_OUT) {
         serve_error_set(&e, 504, "server_error", NULL, "request_time_limit", "the request ran past "

@@ -15,7 +15,7 @@ ids, usage, faults; --encoder names the folder).
 
 Only 127.0.0.1 is ever contacted. Every wait is bounded. Exit 0 when every claim holds;
 otherwise the failed claim and the server's log on stderr, exit 1. Run by tests/test_serve.c."""
-import argparse, base64, json, os, re, signal, socket, struct, subprocess, sys, threading, time, urllib.request
+import argparse, base64, json, math, os, re, signal, socket, struct, subprocess, sys, threading, time, urllib.request
 
 HOST = "127.0.0.1"
 
@@ -344,6 +344,12 @@ def generate(a, *args):
     return json.loads(out.stdout)
 
 
+def f32(x):
+    """x rounded to float32, as bytes: how log-probabilities are compared (both sides print
+    float32 values, in different digits)"""
+    return struct.pack("<f", x)
+
+
 def group_equal(a, *server_args):
     # by default two device groups (slots 0 and 2 take turns on one device, slot 1 runs beside
     # them on another, each with half the workers generate uses): the tokens do not change
@@ -379,6 +385,35 @@ def group_equal(a, *server_args):
         r = c.chat.completions.create(model=mid, messages=[{"role": "user", "content": "Why is the sky blue?"}],
                                       max_tokens=20, temperature=0)
         claim(r.choices[0].message.content == w["text"], f"chat: {r.choices[0].message.content!r} != {w['text']!r}")
+        # log-probabilities: the log-softmax of the logits each token was drawn from, equal to
+        # generate's (the same logits: float32 values equal), the top lists sorted, a greedy
+        # token the most likely; whole and streamed alike
+        w = generate(a, "--prompt", "The quick brown fox", "-n", "12", "--logprobs", "5")
+        r = c.completions.create(model=mid, prompt="The quick brown fox", max_tokens=12, temperature=0, logprobs=5)
+        lp = r.choices[0].logprobs
+        claim(len(lp.token_logprobs) == len(w["logprobs"]) == 12, f"a logprob per token: {len(lp.token_logprobs)}")
+        claim(lp.text_offset[0] == 0 and "".join(lp.tokens) == r.choices[0].text, "tokens spell the text")
+        for i, (got, want_lp) in enumerate(zip(lp.token_logprobs, w["logprobs"])):
+            claim(f32(got) == f32(want_lp["logprob"]), f"token {i}: logprob {got} != generate's {want_lp['logprob']}")
+            tops = list(lp.top_logprobs[i].values())
+            claim([f32(v) for v in tops] == [f32(t[1]) for t in want_lp["top"]][:len(tops)] and len(tops) >= 4,
+                  f"token {i}: top {tops} != generate's {want_lp['top']}")
+            claim(tops == sorted(tops, reverse=True) and f32(tops[0]) == f32(got), f"token {i}: greedy is the top")
+            claim(sum(math.exp(v) for v in tops) <= 1 + 1e-6, f"token {i}: top probabilities sum past 1")
+        w = generate(a, "--chat", "--prompt", "Why is the sky blue?", "-n", "10", "--logprobs", "3")
+        kw = dict(model=mid, messages=[{"role": "user", "content": "Why is the sky blue?"}], max_tokens=10,
+                  temperature=0, logprobs=True, top_logprobs=3)
+        r = c.chat.completions.create(**kw)
+        content = r.choices[0].logprobs.content
+        claim([f32(t.logprob) for t in content] == [f32(x["logprob"]) for x in w["logprobs"]], "chat logprobs equal generate's")
+        claim(all(len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token for t in content), "chat top_logprobs")
+        claim(all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in content if t.bytes), "token bytes")
+        streamed = [t for ch in c.chat.completions.create(stream=True, **kw) if ch.choices and ch.choices[0].logprobs
+                    for t in ch.choices[0].logprobs.content]
+        claim([(t.token, t.logprob) for t in streamed] == [(t.token, t.logprob) for t in content],
+              "streamed chat logprobs equal the whole answer's")
+        r = c.chat.completions.create(model=mid, messages=kw["messages"], max_tokens=4, temperature=0)
+        claim(r.choices[0].logprobs is None, "no logprobs unless asked")
         # seeded host sampling (min_p and a penalty draw on the host in both)
         w = generate(a, "--prompt", "Once upon a time", "-n", "20", "--temperature", "0.8", "--min-p", "0.05",
                      "--repeat-penalty", "1.1", "--seed", "4242")
