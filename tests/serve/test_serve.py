@@ -11,7 +11,8 @@ server's tokens equal `ferrum generate`'s for the same prompt and seed, alone an
 other requests, over two device groups), disconnect (a client gone mid-stream frees its slot
 at the next step), batch (equal and disconnect again, with --batch), embed (POST
 /v1/embeddings beside the chat model and alone: `ferrum embed`'s vectors to the byte, token
-ids, usage, faults; --encoder names the folder).
+ids, usage, faults; `dimensions` on an EmbeddingGemma folder; --encoder and
+--matryoshka-encoder name the folders).
 
 Only 127.0.0.1 is ever contacted. Every wait is bounded. Exit 0 when every claim holds;
 otherwise the failed claim and the server's log on stderr, exit 1. Run by tests/test_serve.c."""
@@ -458,9 +459,9 @@ def group_disconnect(a, *server_args):
 
 # ---- embeddings ----
 
-def ferrum_embed(a, texts):
+def ferrum_embed(a, texts, folder=None, *more):
     """`ferrum embed` of texts: (float32 rows as bytes, tokens run) from its .npy output."""
-    args = [a.ferrum, "embed", a.encoder, "--format", "npy"]
+    args = [a.ferrum, "embed", folder or a.encoder, "--format", "npy", *more]
     for t in texts:
         args += ["--text", t]
     out = subprocess.run(args, capture_output=True, timeout=300)
@@ -543,6 +544,24 @@ def group_embed(a):
         claim(metric(s, "ferrum_embedding_tokens_total") >= 2 * tokens, "embedding tokens counted")
     finally:
         s.stop()
+    # Matryoshka: a model that allows it cuts its vectors to `dimensions`, normalised again,
+    # as `ferrum embed --dim` does
+    g = Server(a.ferrum, "--embedding-model=" + a.matryoshka_encoder, "--embedding-alias", "gemma")
+    try:
+        c = g.client()
+        want16, _ = ferrum_embed(a, ["the weather", "a tea"], a.matryoshka_encoder, "--dim", "16")
+        r = c.embeddings.create(model="gemma", input=["the weather", "a tea"], dimensions=16, encoding_format="float")
+        claim([len(d.embedding) for d in r.data] == [16, 16], "dimensions=16 gives 16 values")
+        claim(b"".join(floats_bytes(d.embedding) for d in r.data) == want16, "cut vectors equal ferrum embed --dim 16's")
+        claim(abs(sum(x * x for x in r.data[0].embedding) - 1) < 1e-5, "a cut vector has unit norm again")
+        full = c.embeddings.create(model="gemma", input="the weather", encoding_format="float").data[0].embedding
+        claim(len(full) == 64, f"no dimensions: all {len(full)} values")
+        got, out = curl(g, "-H", "Content-Type: application/json", "URL/v1/embeddings", "-d",
+                        json.dumps({"model": "gemma", "input": "a", "dimensions": 65}))
+        claim(got == 400, f"dimensions past the width: {got}")
+        error_of(out, got, "at most 64", "dimensions")
+    finally:
+        g.stop()
     # alone: no chat model, and the chat routes say so
     s = Server(a.ferrum, "--embedding-model=" + a.encoder)
     try:
@@ -577,6 +596,7 @@ def main():
     ap.add_argument("--ferrum", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--encoder", help="an encoder folder (all-MiniLM-L6-v2), for the embed group")
+    ap.add_argument("--matryoshka-encoder", help="an EmbeddingGemma folder, for the embed group's dimensions")
     a = ap.parse_args()
     try:
         GROUPS[a.group](a)
