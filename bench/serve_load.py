@@ -7,7 +7,7 @@ level and server, the aggregate tokens/s, its ratio to one client's, the time to
 test: it times.
 
   python3 bench/serve_load.py --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf \
-      --server-args "--batch" --llama-server /work/peers/lcpp/build-native/bin/llama-server
+      --server-args=--batch --llama-server /work/peers/lcpp/build-native/bin/llama-server
   python3 bench/serve_load.py --url http://127.0.0.1:8080 --model-id NAME   # a server already running
 
 Each server is started afresh for each level (on 127.0.0.1, a free port) with min(level,
