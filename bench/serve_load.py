@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""bench/serve_load.py: the load bench of `ferrum serve`: 1, 2, 4, 8 and 16 concurrent
-streaming clients (by default), each sending completion requests one after another for a
-fixed time; per level, the aggregate tokens/s, the time to first token (p50, p99) and the
-errors, with the machine and its load printed beside the numbers. Not a test: it times.
+"""bench/serve_load.py: the load bench of `ferrum serve`, optionally beside llama.cpp's
+llama-server under the same load: 1, 2, 4, 8 and 16 concurrent streaming clients (by
+default), each sending greedy completion requests one after another for a fixed time; per
+level and server, the aggregate tokens/s, its ratio to one client's, the time to first token
+(p50, p99) and the errors, with the machine and its load printed beside the numbers. Not a
+test: it times.
 
-  python3 bench/serve_load.py --ferrum build/ferrum --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf
+  python3 bench/serve_load.py --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+      --server-args=--batch --llama-server /work/peers/lcpp/build-native/bin/llama-server
   python3 bench/serve_load.py --url http://127.0.0.1:8080 --model-id NAME   # a server already running
 
-It starts the server itself (on 127.0.0.1, a free port, --parallel the largest level) unless
---url is given; then only the loopback address is ever contacted. Standard library only."""
-import argparse, http.client, json, os, re, signal, statistics, subprocess, sys, threading, time
+Each server is started afresh for each level (on 127.0.0.1, a free port) with min(level,
+--max-slots) slots of --ctx rows and the same -t, the two alternating which goes first from
+level to level (and round to round, --rounds), so a change in the machine's load falls on
+both. With --url only that server is benched. Only the loopback address is ever contacted.
+Standard library only."""
+import argparse, http.client, json, os, re, signal, socket, statistics, subprocess, sys, threading, time
 from urllib.parse import urlparse
 
 PROMPTS = ["Once upon a time", "The history of the Roman empire", "def quicksort(xs):",
@@ -40,7 +46,7 @@ def one_request(host, port, model, prompt, max_tokens):
         r = c.getresponse()
         if r.status != 200:
             return None, 0, time.perf_counter() - t0, f"HTTP {r.status}"
-        ttft, tokens, buf = None, 0, b""
+        ttft, tokens, chunks, buf = None, None, 0, b""
         while True:
             chunk = r.read1(65536)
             if not chunk:
@@ -53,13 +59,15 @@ def one_request(host, port, model, prompt, max_tokens):
                     continue
                 o = json.loads(data)
                 if "error" in o:
-                    return ttft, tokens, time.perf_counter() - t0, o["error"]["message"]
+                    return ttft, tokens or chunks, time.perf_counter() - t0, o["error"]["message"]
                 if o.get("usage"):
                     tokens = o["usage"]["completion_tokens"]
-                elif ttft is None and o["choices"] and o["choices"][0]["text"]:
-                    ttft = time.perf_counter() - t0
+                if o.get("choices") and o["choices"][0].get("text"):
+                    chunks += 1
+                    if ttft is None:
+                        ttft = time.perf_counter() - t0
         c.close()
-        return ttft, tokens, time.perf_counter() - t0, None
+        return ttft, tokens if tokens is not None else chunks, time.perf_counter() - t0, None
     except Exception as e:  # a refused or dropped connection counts as an error
         return None, 0, time.perf_counter() - t0, repr(e)
 
@@ -91,57 +99,131 @@ def level(host, port, model, clients, seconds, max_tokens):
             "first_error": errors[0] if errors else ""}
 
 
+def free_port():
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+class Ferrum:
+    """`ferrum serve MODEL` on a free loopback port, its port and model name read from its line."""
+    name = "ferrum"
+
+    def __init__(self, a, slots):
+        self.cmd = [a.ferrum, "serve", a.model, "--host", "127.0.0.1", "--port", "0", "--parallel", str(slots),
+                    "--queue", str(4 * slots), "--ctx", str(a.ctx), *(["-t", str(a.threads)] if a.threads else []),
+                    *a.server_args.split()]
+
+    def start(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for line in self.proc.stderr:
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+) \(model \"([^\"]+)\"", line)
+            if m:
+                self.port, self.model = int(m.group(1)), m.group(2)
+                threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+                return
+        sys.exit("serve_load.py: ferrum serve did not start")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+
+
+class LlamaServer(Ferrum):
+    """llama.cpp's llama-server on the same model file: --parallel slots of --ctx rows each
+    (its -c is the whole cache, split among the slots), continuous batching (its default),
+    the same threads; ready when GET /health answers 200."""
+    name = "llama-server"
+
+    def __init__(self, a, slots):
+        self.port = free_port()
+        self.model = "model"
+        self.cmd = [a.llama_server, "-m", a.model, "--host", "127.0.0.1", "--port", str(self.port), "-np", str(slots),
+                    "-c", str(a.ctx * slots), *(["-t", str(a.threads)] if a.threads else []), "--no-webui",
+                    *a.llama_args.split()]
+
+    def start(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        sys.exit("serve_load.py: llama-server did not start: " + " ".join(self.cmd))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ferrum", default="build/ferrum")
-    ap.add_argument("--model", help="the model file the server is started with")
+    ap.add_argument("--model", help="the model file the servers are started with")
     ap.add_argument("--url", help="a server already running (loopback)")
     ap.add_argument("--model-id", help="the model's name on that server")
+    ap.add_argument("--llama-server", help="llama.cpp's llama-server binary: bench it too, on the same model "
+                    "and clients, the two alternating level by level")
     ap.add_argument("--levels", default="1,2,4,8,16")
     ap.add_argument("--seconds", type=float, default=20, help="per level")
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--ctx", type=int, default=512, help="KV cache rows per slot, both servers")
+    ap.add_argument("--max-slots", type=int, default=8, help="slots at most (more clients queue)")
+    ap.add_argument("--threads", type=int, default=0, help="-t for both servers (0: each one's default)")
+    ap.add_argument("--rounds", type=int, default=1, help="times through the levels")
     ap.add_argument("--server-args", default="", help="more options for ferrum serve")
+    ap.add_argument("--llama-args", default="", help="more options for llama-server")
     a = ap.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
-    proc = None
+    print(f"machine: {machine()}")
+    print(f"{a.seconds:g} s per level, max_tokens {a.max_tokens}, greedy streamed completions; "
+          f"each server started afresh for each level with min(level, {a.max_slots}) slots of {a.ctx} rows")
+    print(f"{'server':>12} {'clients':>7} {'requests':>8} {'tokens':>7} {'tok/s':>8} {'x one':>6} "
+          f"{'TTFT p50':>9} {'TTFT p99':>9} {'errors':>6}", flush=True)
     if a.url:
         u = urlparse(a.url)
         if u.hostname not in ("127.0.0.1", "localhost"):
             sys.exit("serve_load.py: only a loopback server may be benched (127.0.0.1)")
-        host, port, model = "127.0.0.1", u.port, a.model_id
-    else:
-        if not a.model:
-            sys.exit("serve_load.py: give --model (or --url and --model-id)")
-        cmd = [a.ferrum, "serve", a.model, "--host", "127.0.0.1", "--port", "0", "--parallel",
-               str(max(levels)), "--queue", str(4 * max(levels)), *a.server_args.split()]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        port = None
-        for line in proc.stderr:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+) \(model \"([^\"]+)\"", line)
-            if m:
-                port, model = int(m.group(1)), m.group(2)
-                break
-        if port is None:
-            sys.exit("serve_load.py: the server did not start")
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-        host = "127.0.0.1"
-    print(f"machine: {machine()}")
-    print(f"server: {' '.join(cmd) if proc else a.url}; {a.seconds:g} s per level, max_tokens {a.max_tokens}, greedy")
-    print(f"{'clients':>7} {'requests':>8} {'tokens':>7} {'tok/s':>8} {'x one':>6} {'TTFT p50':>9} {'TTFT p99':>9} {'errors':>6}")
-    base = None
-    try:
-        one_request(host, port, model, "warm up", 4)
+        base = None
         for n in levels:
-            r = level(host, port, model, n, a.seconds, a.max_tokens)
+            r = level("127.0.0.1", u.port, a.model_id, n, a.seconds, a.max_tokens)
             base = base or r["tok_s"]
-            print(f"{n:>7} {r['requests']:>8} {r['tokens']:>7} {r['tok_s']:>8.1f} {r['tok_s'] / base:>6.2f} "
-                  f"{r['ttft_p50']:>8.3f}s {r['ttft_p99']:>8.3f}s {r['errors']:>6}"
-                  + (f"  ({r['first_error']})" if r["errors"] else ""), flush=True)
-    finally:
-        if proc:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
+            show("running", r, base)
+        return
+    if not a.model:
+        sys.exit("serve_load.py: give --model (or --url and --model-id)")
+    kinds = [Ferrum] + ([LlamaServer] if a.llama_server else [])
+    base, table = {}, {}
+    for rnd in range(a.rounds):
+        for i, n in enumerate(levels):
+            order = kinds if (i + rnd) % 2 == 0 else kinds[::-1]  # alternate who goes first
+            for kind in order:
+                srv = kind(a, min(n, a.max_slots))
+                srv.start()
+                try:
+                    one_request("127.0.0.1", srv.port, srv.model, "warm up", 4)
+                    r = level("127.0.0.1", srv.port, srv.model, n, a.seconds, a.max_tokens)
+                finally:
+                    srv.stop()
+                base.setdefault(srv.name, r["tok_s"])
+                table.setdefault((srv.name, n), []).append(r["tok_s"])
+                show(srv.name, r, base[srv.name])
+    if a.llama_server:
+        print("ferrum / llama-server, aggregate tok/s per level (median over rounds): " +
+              ", ".join(f"{n}: {statistics.median(table[('ferrum', n)]) / statistics.median(table[('llama-server', n)]):.2f}"
+                        for n in levels))
+    print(f"servers: {' '.join(Ferrum(a, 1).cmd)}" + (f" | {' '.join(LlamaServer(a, 1).cmd)}" if a.llama_server else "")
+          + " (--parallel/-np and -c per level)")
     print(f"machine after: {machine()}")
+
+
+def show(name, r, base):
+    print(f"{name:>12} {r['clients']:>7} {r['requests']:>8} {r['tokens']:>7} {r['tok_s']:>8.1f} "
+          f"{r['tok_s'] / base:>6.2f} {r['ttft_p50']:>8.3f}s {r['ttft_p99']:>8.3f}s {r['errors']:>6}"
+          + (f"  ({r['first_error']})" if r["errors"] else ""), flush=True)
 
 
 if __name__ == "__main__":

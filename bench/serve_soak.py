@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """bench/serve_soak.py: a soak run of `ferrum serve`: for --minutes, --clients threads send a
 mix of requests (chat and completion, streamed and whole, sampled and greedy, n=2, stop
-strings, malformed bodies, unknown models, over-long prompts) and drop a share of the
-streams mid-way; then the server is stopped with SIGTERM. Reports the requests by outcome,
+strings, logprobs, malformed bodies, unknown models, over-long prompts; with
+--embedding-model, embeddings good and bad too) and drop a share of the streams mid-way;
+then the server is stopped with SIGTERM. Reports the requests by outcome,
 any answer that is not the client's own fault (5xx other than a 503 queue-full, a broken
 stream), the server's RSS at the start, the middle and the end, and its exit code: built with
 ASan (make asan's build-asan/ferrum), a leak or a memory error makes that nonzero.
 
   python3 bench/serve_soak.py --ferrum build-asan/ferrum \\
-      --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf --minutes 10 [--batch]
+      --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf --minutes 10 [--batch] \\
+      [--embedding-model ~/.cache/ferrum/models/all-MiniLM-L6-v2]
 
 Loopback only (the server is started on 127.0.0.1). Exit 0 when nothing unexpected happened."""
-import argparse, http.client, json, random, re, signal, socket, subprocess, sys, threading, time
+import argparse, http.client, json, os, random, re, signal, socket, subprocess, sys, threading, time
 
 HOST = "127.0.0.1"
 
@@ -26,9 +28,41 @@ def rss_kib(pid):
     return -1
 
 
-def request(port, model, rng):
+EMBED_BAD = [{"input": ""}, {"input": []}, {"input": ["a", 3]}, {"input": "a", "dimensions": 7},
+             {"input": [[101, 999999]]}, {"input": "word " * 600}, {"input": "a", "encoding_format": "int8"}]
+
+
+def embed_request(port, embed_model, rng):
+    """An embeddings request, good or bad: (kind, outcome) as request's."""
+    bad = rng.random() < 0.4
+    body = dict(rng.choice(EMBED_BAD)) if bad else {
+        "input": [rng.choice(["A man is eating food.", "A cat sleeps.", "ünïcödé"]) for _ in range(rng.randint(1, 12))],
+        "encoding_format": rng.choice(["float", "base64"])}
+    body["model"] = embed_model
+    kind = "embed-bad" if bad else "embed"
+    try:
+        c = http.client.HTTPConnection(HOST, port, timeout=120)
+        c.request("POST", "/v1/embeddings", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        payload = r.read()
+        c.close()
+        if bad:
+            return kind, "client-error" if 400 <= r.status < 500 else f"UNEXPECTED: HTTP {r.status} {payload[:200]!r}"
+        if r.status != 200:
+            return kind, f"UNEXPECTED: HTTP {r.status} {payload[:200]!r}"
+        o = json.loads(payload)
+        if len(o["data"]) != len(body["input"]):
+            return kind, "UNEXPECTED: a vector missing"
+        return kind, "ok"
+    except Exception as e:
+        return kind, f"UNEXPECTED: {e!r}"
+
+
+def request(port, model, rng, embed_model=None):
     """(kind of request, outcome): outcome is 'ok', 'client-error', 'busy', 'dropped' or
     'UNEXPECTED: ...'."""
+    if embed_model and rng.random() < 0.25:
+        return embed_request(port, embed_model, rng)
     kind = rng.choice(["chat", "completion", "chat-stream", "completion-stream", "drop", "bad-json",
                        "bad-model", "too-long", "n2"])
     path = "/v1/completions" if "completion" in kind or kind in ("drop", "too-long") else "/v1/chat/completions"
@@ -45,6 +79,8 @@ def request(port, model, rng):
         body["n"] = 2
     if rng.random() < 0.2:
         body["stop"] = ["."]
+    if rng.random() < 0.2:  # log-probabilities, in each endpoint's form
+        body.update({"logprobs": True, "top_logprobs": 3} if "messages" in body else {"logprobs": 2})
     if kind == "bad-model":
         body["model"] = "nope"
     if kind == "too-long":
@@ -91,9 +127,12 @@ def main():
     ap.add_argument("--clients", type=int, default=6)
     ap.add_argument("--batch", action="store_true", help="serve with --batch")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--embedding-model", help="an encoder folder: serve and send embeddings too")
     a = ap.parse_args()
     cmd = [a.ferrum, "serve", a.model, "--host", HOST, "--port", "0", "--parallel", "3", "--queue", "4",
-           "--ctx", "512", "--max-prompt-tokens", "400", *(["--batch"] if a.batch else [])]
+           "--ctx", "512", "--max-prompt-tokens", "400", *(["--batch"] if a.batch else []),
+           *(["--embedding-model", a.embedding_model] if a.embedding_model else [])]
+    embed_model = os.path.basename(a.embedding_model.rstrip("/")) if a.embedding_model else None
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     port, model, log = None, None, []
     for line in proc.stderr:
@@ -112,7 +151,7 @@ def main():
     def client(i):
         rng = random.Random(a.seed * 1000 + i)
         while time.time() < stop_at:
-            kind, outcome = request(port, model, rng)
+            kind, outcome = request(port, model, rng, embed_model)
             with lock:
                 key = outcome if not outcome.startswith("UNEXPECTED") else "UNEXPECTED"
                 counts[key] = counts.get(key, 0) + 1

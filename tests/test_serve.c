@@ -2,7 +2,8 @@
  * the real OpenAI Python client and curl (tests/serve/test_serve.py, one group of claims per
  * test): every endpoint (api), the fault cases (faults), tokens equal to `ferrum generate`'s
  * alone and beside other requests (equal), a client gone mid-stream (disconnect), both again
- * with batched decode (batch).
+ * with batched decode (batch), POST /v1/embeddings on all-MiniLM-L6-v2 beside the chat model
+ * and alone, and `dimensions` on a random tiny EmbeddingGemma folder written here (embed).
  *
  * The client lives in a venv under the build folder ($FERRUM_BUILD/serve-venv), made on first
  * use from tests/serve/requirements.txt (pip, PyPI) and made again when that file changes.
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "lm/model/embedgemma.h"
 #include "support/lm_fixtures.h"
 
 static char venv_python[600];
@@ -46,16 +48,48 @@ static const char *venv(void) {
     return NULL;
 }
 
+/* A random EmbeddingGemma folder of the tiny preset (64-wide vectors, trained or not, cut as
+ * Matryoshka models are) with the tiny tokenizer.json of tests/fixtures: the server's
+ * `dimensions` on a model that allows it. Written into dir (a new temporary folder). */
+static void write_tiny_embeddinggemma(char dir[64]) {
+    fe_lm_config c;
+    int64_t window, mid;
+    fe_error err = {0};
+    fe_embedgemma m;
+    strcpy(dir, "/tmp/ferrum_serve_gemma_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    if (fe_embedgemma_preset("embeddinggemma-tiny", &c, &window, &mid, &err) != FE_OK ||
+        fe_embedgemma_random(&c, window, mid, 5, &m, &err) != FE_OK)
+        fail_msg("%s", err.message);
+    fe_status st = fe_embedgemma_write(&m, dir, &err);
+    fe_embedgemma_free(&m);
+    if (st != FE_OK) fail_msg("%s", err.message);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cp tests/fixtures/embedgemma_tiny/tokenizer.json '%s'/", dir);
+    assert_int_equal(sh(cmd), 0);
+}
+
 static void run_group(const char *group) {
     const char *model = lmfix_need_smollm2();
     if (!model) skip();
+    char encoder[1024] = "", gemma[64] = "";
+    if (strcmp(group, "embed") == 0) {
+        const char *e = lmfix_need_minilm();
+        if (!e) skip();
+        write_tiny_embeddinggemma(gemma);
+        snprintf(encoder, sizeof encoder, " --encoder %s --matryoshka-encoder %s", e, gemma);
+    }
     const char *py = venv();
     if (!py) skip();
     const char *bin = getenv("FERRUM_BIN");
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s tests/serve/test_serve.py %s --ferrum %s --model %s", py, group,
-             bin && *bin ? bin : "build/ferrum", model);
+    snprintf(cmd, sizeof cmd, "%s tests/serve/test_serve.py %s --ferrum %s --model %s%s", py, group,
+             bin && *bin ? bin : "build/ferrum", model, encoder);
     int code = sh(cmd);
+    if (*gemma) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", gemma);
+        sh(cmd);
+    }
     if (code != 0) fail_msg("test_serve.py %s exited %d", group, code);
 }
 
@@ -84,6 +118,11 @@ static void batched_decode_gives_the_same_tokens_and_frees_a_row_gone(void **sta
     run_group("batch");
 }
 
+static void embeddings_are_ferrum_embeds_to_the_byte_and_faults_are_named(void **state) {
+    (void)state;
+    run_group("embed");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(serves_every_endpoint_through_the_openai_client),
@@ -91,6 +130,7 @@ int main(void) {
         cmocka_unit_test(tokens_equal_generate_alone_and_beside_others),
         cmocka_unit_test(a_client_gone_mid_stream_frees_its_slot),
         cmocka_unit_test(batched_decode_gives_the_same_tokens_and_frees_a_row_gone),
+        cmocka_unit_test(embeddings_are_ferrum_embeds_to_the_byte_and_faults_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

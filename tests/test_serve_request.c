@@ -147,7 +147,9 @@ static void out_of_range_fields_name_their_range(void **state) {
         {"\"stop\":[\"\"]}", "stop", "empty"},
         {"\"stop\":[3]}", "stop", "must be a string"},
         {"\"tools\":[{\"type\":\"function\"}]}", "tools", "not supported"},
-        {"\"logprobs\":true}", "logprobs", "not supported"},
+        {"\"logprobs\":true}", "logprobs", "integer in [0, 5]"},
+        {"\"logprobs\":6}", "logprobs", "[0, 5]"},
+        {"\"logit_bias\":{\"1\":5}}", "logit_bias", "not supported"},
         {"\"best_of\":2}", "best_of", "not supported"},
         {"\"response_format\":{\"type\":\"json_object\"}}", "response_format", "not supported"},
     };
@@ -163,6 +165,40 @@ static void out_of_range_fields_name_their_range(void **state) {
     serve_request_free(&r);
 }
 
+static void logprobs_are_read_for_chat_and_completions(void **state) {
+    (void)state;
+    serve_request r;
+    serve_error e;
+    const char *chat = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],";
+    const char *completion = "{\"model\":\"m\",\"prompt\":\"a\",";
+    char body[256];
+    snprintf(body, sizeof body, "%s%s", chat, "\"logprobs\":true,\"top_logprobs\":20}");
+    assert_int_equal(parse(body, SERVE_CHAT, &r, &e), 0);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 20);
+    serve_request_free(&r);
+    snprintf(body, sizeof body, "%s%s", chat, "\"logprobs\":true}");
+    assert_int_equal(parse(body, SERVE_CHAT, &r, &e), 0);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 0);
+    serve_request_free(&r);
+    snprintf(body, sizeof body, "%s%s", completion, "\"logprobs\":3}");
+    assert_int_equal(parse(body, SERVE_COMPLETION, &r, &e), 0);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 3);
+    serve_request_free(&r);
+    snprintf(body, sizeof body, "%s%s", completion, "\"logprobs\":null}");
+    assert_int_equal(parse(body, SERVE_COMPLETION, &r, &e), 0);
+    assert_false(r.logprobs);
+    serve_request_free(&r);
+    snprintf(body, sizeof body, "%s%s", chat, "\"top_logprobs\":2}");
+    refused(body, SERVE_CHAT, "top_logprobs", "\"logprobs\": true");
+    snprintf(body, sizeof body, "%s%s", chat, "\"logprobs\":true,\"top_logprobs\":21}");
+    refused(body, SERVE_CHAT, "top_logprobs", "[0, 20]");
+    snprintf(body, sizeof body, "%s%s", chat, "\"logprobs\":2}");
+    refused(body, SERVE_CHAT, "logprobs", "true or false");
+}
+
 static json_t *loads(char *s) {
     assert_non_null(s);
     json_error_t e;
@@ -175,7 +211,7 @@ static json_t *loads(char *s) {
 static void answers_have_openai_shapes(void **state) {
     (void)state;
     reply_head h = {SERVE_CHAT, "chatcmpl-1", 1700000000, "m"};
-    reply_choice c[2] = {{"Hello \xe4 world", 13, "stop"}, {"x", 1, "length"}};
+    reply_choice c[2] = {{"Hello \xe4 world", 13, "stop", NULL}, {"x", 1, "length", NULL}};
     reply_usage u = {5, 3, 2};
     json_t *o = loads(reply_whole(&h, c, 2, &u));
     assert_string_equal(json_string_value(json_object_get(o, "object")), "chat.completion");
@@ -190,7 +226,7 @@ static void answers_have_openai_shapes(void **state) {
                                                         "cached_tokens")), 2);
     json_decref(o);
 
-    o = loads(reply_chunk(&h, 1, "", 0, 1, NULL));
+    o = loads(reply_chunk(&h, 1, "", 0, 1, NULL, NULL));
     assert_string_equal(json_string_value(json_object_get(o, "object")), "chat.completion.chunk");
     ch = json_array_get(json_object_get(o, "choices"), 0);
     assert_int_equal(json_integer_value(json_object_get(ch, "index")), 1);
@@ -199,7 +235,7 @@ static void answers_have_openai_shapes(void **state) {
     json_decref(o);
 
     h.kind = SERVE_COMPLETION;
-    o = loads(reply_chunk(&h, 0, "ab", 2, 0, "length"));
+    o = loads(reply_chunk(&h, 0, "ab", 2, 0, "length", NULL));
     assert_string_equal(json_string_value(json_object_get(o, "object")), "text_completion");
     ch = json_array_get(json_object_get(o, "choices"), 0);
     assert_string_equal(json_string_value(json_object_get(ch, "text")), "ab");
@@ -223,8 +259,10 @@ static void answers_have_openai_shapes(void **state) {
     assert_true(json_is_null(json_object_get(json_object_get(o, "error"), "param")));
     json_decref(o);
 
-    o = loads(reply_models("m", 5));
+    const char *names[] = {"m", "e"};
+    o = loads(reply_models(names, 2, 5));
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")), "m");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 1), "id")), "e");
     json_decref(o);
 }
 
@@ -259,6 +297,7 @@ int main(void) {
         cmocka_unit_test(completion_prompt_takes_text_one_string_list_or_ids),
         cmocka_unit_test(malformed_bodies_are_refused_by_name),
         cmocka_unit_test(out_of_range_fields_name_their_range),
+        cmocka_unit_test(logprobs_are_read_for_chat_and_completions),
         cmocka_unit_test(answers_have_openai_shapes),
         cmocka_unit_test(metrics_render_as_prometheus_text),
     };

@@ -61,6 +61,9 @@ static int generate_options(gen_parse *p, arg_opt *t) {
         INT("check-determinism", 0, "N", &a->check_determinism, 1, 1000, NULL,
             "N alternated runs of two prompts, logits compared as bytes"),
         FLAG("json", &a->json, "print the text, ids and timings as one JSON object on stdout"),
+        INT("logprobs", 0, "N", &a->logprobs, 0, FE_LM_MAX_TOP_LOGPROBS, NULL,
+            "with --json, each generated token's log-probability (the log-softmax of the logits "
+            "it was drawn from, before penalties and temperature) and the N most likely tokens'"),
         FLAG("verbose", &a->verbose, "print the graph's packaging and per-call values"),
         {"prefill-dot", 0, ARG_CHOICE, NULL,
          "prefill dot products: bf16 (over bf16 matrices) rounds the activations to bf16 (~1.7x "
@@ -114,6 +117,7 @@ static int check(gen_args *a, FILE *err) {
     int prompts = !!a->prompt + !!a->prompt_file + !!a->prompt_ids + (a->prompt_len > 0);
     if (prompts > 1) return refuse(err, "give one of --prompt, --prompt-file, --prompt-ids, --prompt-len");
     if (a->system && !a->chat) return refuse(err, "--system is the chat's system prompt; give --chat too");
+    if (a->logprobs >= 0 && !a->json) return refuse(err, "--logprobs is written into the --json object; give --json too");
     if (a->write_safetensors && (prompts || a->chat || a->check_accuracy || a->check_determinism))
         return refuse(err, "--write-safetensors writes the weights and stops; it takes no prompt, "
                       "--chat or checks");
@@ -130,7 +134,7 @@ static int check(gen_args *a, FILE *err) {
 }
 
 int fe_generate_parse(int argc, char **argv, gen_args *a, bool *help, FILE *err) {
-    *a = (gen_args){.open = model_args_default(), .num_tokens = 64,
+    *a = (gen_args){.open = model_args_default(), .num_tokens = 64, .logprobs = -1,
                     .sampling = fe_lm_sampling_default()};
     gen_parse p = {.a = a, .seed = -1, .prefill_dot = -1, .decode_dot = -1};
     arg_opt t[MAX_GEN_OPTS];

@@ -1,7 +1,8 @@
-/* apps/ferrum/cmd_serve.c: `ferrum serve MODEL`: its options (one args.h table, every limit
- * with its range and default), checked before the model loads; then the model opened, the
- * server started (apps/serve/server.h), one line saying where it listens, and a wait for
- * SIGINT or SIGTERM, which stop it cleanly. */
+/* apps/ferrum/cmd_serve.c: `ferrum serve [MODEL] [--embedding-model DIR]`: its options (one
+ * args.h table, every limit with its range and default), checked before the models load; then
+ * the chat model and the encoder opened (either or both), the server started
+ * (apps/serve/server.h), one line saying where it listens, and a wait for SIGINT or SIGTERM,
+ * which stop it cleanly. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,8 @@
 
 typedef struct serve_args {
     model_args model;
-    const char *host, *api_key, *alias;
+    const char *host, *api_key, *alias, *embedding_model, *embedding_alias;
+    int64_t max_embedding_inputs, embedding_batch;
     int64_t port, parallel, ctx, chunk, queue, max_body, max_prompt_tokens, max_tokens;
     int64_t request_seconds, client_seconds, max_connections, groups;
     bool batch;
@@ -26,7 +28,7 @@ enum { MAX_GROUPS = 16 };
     {n, sh, ARG_INT, mv, text, d, .lo = l, .hi = h, .i = field}
 #define STRING(n, mv, field, text) {n, 0, ARG_STRING, mv, text, NULL, .s = field}
 
-enum { MAX_SERVE_OPTS = 20 + MODEL_MAX_OPTS };
+enum { MAX_SERVE_OPTS = 24 + MODEL_MAX_OPTS };
 
 static int serve_options_table(serve_args *a, arg_opt *t) {
     const arg_opt opts[] = {
@@ -67,6 +69,15 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
             "a client idle this long, or taking longer to send its body, is dropped"),
         INT("max-connections", 0, "N", &a->max_connections, 1, 4096, "64",
             "open connections at most"),
+        STRING("embedding-model", "DIR", &a->embedding_model, "serve POST /v1/embeddings with the "
+               "text encoder in folder DIR (as `ferrum embed` takes it: a BERT-family model such "
+               "as all-MiniLM-L6-v2, or EmbeddingGemma), beside MODEL or alone"),
+        STRING("embedding-alias", "NAME", &a->embedding_alias, "the embedding model's name in "
+               "/v1/models and requests (default: DIR's last part)"),
+        INT("max-embedding-inputs", 0, "N", &a->max_embedding_inputs, 1, 65536, "512",
+            "inputs one embeddings request may hold"),
+        INT("embedding-batch", 0, "N", &a->embedding_batch, 1, 32, "8",
+            "texts per encoder call (its graph is compiled for N texts of the longest length)"),
     };
     int n = model_options(&a->model, true, t);
     memcpy(t + n, opts, sizeof opts);
@@ -74,17 +85,22 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
 }
 
 static const char synopsis[] =
-    "usage: ferrum serve MODEL [options]\n\n"
+    "usage: ferrum serve MODEL [--embedding-model DIR] [options]\n"
+    "       ferrum serve --embedding-model DIR [options]\n\n"
     "Serves a Llama-family model over HTTP with the OpenAI API: POST /v1/chat/completions and\n"
     "/v1/completions (whole, or streamed as server-sent events), GET /v1/models, GET /health\n"
-    "and GET /metrics (Prometheus). --parallel slots generate at once, taking turns on the\n"
-    "device a token (or a prompt chunk) at a time; more requests wait in a bounded queue. A\n"
-    "slot keeps its KV cache, so a prompt that starts as an earlier one did (a shared system\n"
-    "prompt) reuses those rows. Stop with Ctrl-C (SIGINT) or SIGTERM.\n\n"
+    "and GET /metrics (Prometheus); with --embedding-model DIR, POST /v1/embeddings too (or\n"
+    "alone, without MODEL). --parallel slots generate at once, taking turns on the device a\n"
+    "token (or a prompt chunk) at a time; more requests wait in a bounded queue. A slot keeps\n"
+    "its KV cache, so a prompt that starts as an earlier one did (a shared system prompt)\n"
+    "reuses those rows. Stop with Ctrl-C (SIGINT) or SIGTERM.\n\n"
     "  ferrum serve ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf --port 8080\n"
     "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\\n"
     "    -d '{\"model\": \"SmolLM2-135M-Instruct.Q4_1\", \"messages\": [{\"role\": \"user\", "
-    "\"content\": \"Hi\"}]}'\n";
+    "\"content\": \"Hi\"}]}'\n\n"
+    "  ferrum serve --embedding-model ~/.cache/ferrum/models/all-MiniLM-L6-v2 --port 8080\n"
+    "  curl http://127.0.0.1:8080/v1/embeddings -H 'Content-Type: application/json' \\\n"
+    "    -d '{\"model\": \"all-MiniLM-L6-v2\", \"input\": [\"a cat\", \"a dog\"]}'\n";
 
 /* "dir/SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2-135M-Instruct.Q4_1" (into buf) */
 static const char *default_alias(const char *path, char *buf, size_t n) {
@@ -98,6 +114,13 @@ static const char *default_alias(const char *path, char *buf, size_t n) {
 }
 
 static int check(serve_args *a, FILE *err) {
+    if (a->embedding_alias && (strchr(a->embedding_alias, '/') || strlen(a->embedding_alias) > 100))
+        return cli_refuse(err, "serve", "--embedding-alias \"%s\" holds a '/' or passes 100 bytes; "
+                          "give a plain name", a->embedding_alias);
+    if (!a->model.model && (a->batch || a->groups > 1 || a->alias))
+        return cli_refuse(err, "serve", "--batch, --groups and --alias are for a chat MODEL, and "
+                          "none is given; give MODEL, or leave them out");
+    if (!a->model.model) return FE_EXIT_OK; /* embeddings only */
     if (a->model.random_weights)
         return cli_refuse(err, "serve", "--random-weights has no tokenizer to serve text with; "
                           "give a GGUF file or a checkpoint with tokenizer.json");
@@ -179,28 +202,57 @@ static int groups_open(const serve_args *a, const fe_cli_io *io, groups *g) {
     return FE_EXIT_OK;
 }
 
-static int run(serve_args *a, const fe_cli_io *io) {
-    groups g = {0};
-    int code = groups_open(a, io, &g);
+/* The chat model's groups (none without MODEL), read in, and the slots' rows (*ctx). */
+static int open_chat(const serve_args *a, const fe_cli_io *io, groups *g, int64_t *ctx) {
+    if (!a->model.model) return FE_EXIT_OK;
+    int code = groups_open(a, io, g);
     if (code != FE_EXIT_OK) return code;
-    fe_lm_model *m = g.m[0];
     fe_lm_model_info info;
-    fe_lm_model_get_info(m, &info);
+    fe_lm_model_get_info(g->m[0], &info);
     if (!info.tokenizer) {
-        groups_close(&g);
+        groups_close(g);
         return cli_fail(io->err, "serve", "the model has no tokenizer", "give --tokenizer tokenizer.json");
     }
-    model_read_in(m, io);
-    int64_t ctx = a->ctx ? a->ctx : (info.context > 0 && info.context < 2048 ? info.context : 2048);
-    if (info.context > 0 && ctx > info.context) {
-        groups_close(&g);
+    model_read_in(g->m[0], io);
+    *ctx = a->ctx ? a->ctx : (info.context > 0 && info.context < 2048 ? info.context : 2048);
+    if (info.context > 0 && *ctx > info.context) {
+        groups_close(g);
         return cli_refuse(io->err, "serve", "--ctx %lld passes the model's context of %lld; give "
-                          "at most %lld", (long long)ctx, (long long)info.context, (long long)info.context);
+                          "at most %lld", (long long)*ctx, (long long)info.context, (long long)info.context);
     }
-    char alias[128];
+    return FE_EXIT_OK;
+}
+
+/* The encoder of --embedding-model (none without it), on a device of its own: the chat
+ * slots' devices run one dispatch at a time, and an embeddings request must not wait on
+ * them. */
+static int open_encoder(const serve_args *a, const fe_cli_io *io, fe_lm_encoder **enc) {
+    if (!a->embedding_model) return FE_EXIT_OK;
+    fe_lm_encoder_options o = fe_lm_encoder_options_default();
+    o.batch = (int)a->embedding_batch;
+    o.threads = (int)a->model.threads;
+    fe_error err = {0};
+    if (fe_lm_encoder_open(a->embedding_model, &o, enc, &err) != FE_OK)
+        return cli_fail(io->err, "serve", "--embedding-model", err.message);
+    return FE_EXIT_OK;
+}
+
+static int run(serve_args *a, const fe_cli_io *io) {
+    groups g = {0};
+    int64_t ctx = 0;
+    fe_lm_encoder *enc = NULL;
+    int code = open_chat(a, io, &g, &ctx);
+    if (code == FE_EXIT_OK && (code = open_encoder(a, io, &enc)) != FE_EXIT_OK) groups_close(&g);
+    if (code != FE_EXIT_OK) return code;
+    char alias[128], embedding_alias[128];
     serve_options o = {
         .host = a->host, .port = (int)a->port, .api_key = a->api_key,
-        .model_id = a->alias ? a->alias : default_alias(a->model.model, alias, sizeof alias),
+        .model_id = !a->model.model ? NULL : a->alias ? a->alias
+                    : default_alias(a->model.model, alias, sizeof alias),
+        .encoder = enc,
+        .embedding_model_id = !enc ? NULL : a->embedding_alias ? a->embedding_alias
+                              : default_alias(a->embedding_model, embedding_alias, sizeof embedding_alias),
+        .max_embedding_inputs = (size_t)a->max_embedding_inputs,
         .max_body = (size_t)a->max_body,
         .max_prompt_tokens = a->max_prompt_tokens ? a->max_prompt_tokens : ctx - 1,
         .max_tokens = a->max_tokens, .request_seconds = (double)a->request_seconds,
@@ -216,18 +268,29 @@ static int run(serve_args *a, const fe_cli_io *io) {
     signal(SIGPIPE, SIG_IGN);
     serve_server *s = NULL;
     fe_error err = {0};
+    if (o.model_id && o.embedding_model_id && strcmp(o.model_id, o.embedding_model_id) == 0) {
+        groups_close(&g);
+        fe_lm_encoder_close(enc);
+        return cli_refuse(io->err, "serve", "the chat and the embedding model are both named \"%s\"; "
+                          "give one another name with --alias or --embedding-alias", o.model_id);
+    }
     if (server_start(g.m, g.n, &o, &s, &err) != FE_OK) {
         groups_close(&g);
+        fe_lm_encoder_close(enc);
         return cli_fail(io->err, "serve", "", err.message);
     }
-    fprintf(io->err, "ferrum serve: listening on http://%s:%d (model \"%s\", %lld slots of %lld "
-            "rows in %d device group%s%s, queue %lld)\n", a->host, server_port(s), o.model_id,
-            (long long)a->parallel, (long long)ctx, g.n, g.n == 1 ? "" : "s",
-            a->batch ? ", batched decode" : "", (long long)a->queue);
+    char chat[256] = "", embed[160] = "";
+    if (o.model_id)
+        snprintf(chat, sizeof chat, "model \"%s\", %lld slots of %lld rows in %d device group%s%s, "
+                 "queue %lld", o.model_id, (long long)a->parallel, (long long)ctx, g.n,
+                 g.n == 1 ? "" : "s", a->batch ? ", batched decode" : "", (long long)a->queue);
+    if (enc) snprintf(embed, sizeof embed, "%sembedding model \"%s\"", o.model_id ? "; " : "", o.embedding_model_id);
+    fprintf(io->err, "ferrum serve: listening on http://%s:%d (%s%s)\n", a->host, server_port(s), chat, embed);
     fflush(io->err);
     wait_for_stop(&set, io->err);
     server_stop(s);
     groups_close(&g);
+    fe_lm_encoder_close(enc);
     return FE_EXIT_OK;
 }
 
@@ -235,7 +298,8 @@ int fe_cmd_serve(int argc, char **argv, const fe_cli_io *io) {
     serve_args a = {.model = model_args_default(), .host = "127.0.0.1", .port = 8080,
                     .parallel = 4, .chunk = 256, .queue = 16, .max_body = 1 << 20,
                     .max_tokens = 1024, .request_seconds = 300, .client_seconds = 30,
-                    .max_connections = 64, .groups = 1};
+                    .max_connections = 64, .groups = 1, .max_embedding_inputs = 512,
+                    .embedding_batch = 8};
     arg_opt t[MAX_SERVE_OPTS];
     arg_spec sp = {.cmd = "serve", .synopsis = synopsis, .opts = t,
                    .n_opts = serve_options_table(&a, t), .max_positional = 1,
@@ -244,7 +308,14 @@ int fe_cmd_serve(int argc, char **argv, const fe_cli_io *io) {
     bool help = false;
     int code = cli_parse(&sp, argc, argv, pos, io, &help);
     if (code != FE_EXIT_OK || help) return code;
-    if ((code = model_args_settle(&a.model, pos[0], "serve", io->err)) != FE_EXIT_OK) return code;
+    if (!pos[0] && !a.model.model_opt && a.embedding_model) { /* embeddings only */
+        if (a.model.threads > fe_device_cpus_allowed())
+            return cli_refuse(io->err, "serve", "-t/--threads %lld is more than the %d CPUs this "
+                              "process may use; give -t 1..%d", (long long)a.model.threads,
+                              fe_device_cpus_allowed(), fe_device_cpus_allowed());
+    } else if ((code = model_args_settle(&a.model, pos[0], "serve", io->err)) != FE_EXIT_OK) {
+        return code;
+    }
     if ((code = check(&a, io->err)) != FE_EXIT_OK) return code;
     return run(&a, io);
 }

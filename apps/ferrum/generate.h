@@ -32,6 +32,8 @@ typedef struct gen_args {
     bool seed_given; /* false: a random seed, printed so the run can be repeated */
     bool chat, each_step, check_accuracy, verbose, profile;
     bool json; /* --json: text, ids and timings as one JSON object on stdout */
+    int64_t logprobs; /* --logprobs N (with --json): each token's log-probability and the N
+                         most likely tokens'; -1: none */
     fe_lm_prefill_dot prefill_dot;
     fe_lm_decode_dot decode_dot;
 } gen_args;

@@ -16,14 +16,44 @@ int gen_report_keep(gen_run *r, int32_t tok, const char *text, size_t len) {
     if (!r->a->json) return 0;
     if (cli_text_append(&r->text, text, len) != 0) return 1;
     if (tok < 0) return 0;
+    const int64_t per = 1 + 2 * (r->a->logprobs > 0 ? r->a->logprobs : 0);
     if (r->n_out == r->cap_out) {
         int64_t cap = 2 * r->cap_out + 64;
         int32_t *o = realloc(r->out, (size_t)cap * sizeof *o);
         if (!o) return 1;
-        r->out = o, r->cap_out = cap;
+        r->out = o;
+        if (r->a->logprobs >= 0) {
+            float *l = realloc(r->logprobs, (size_t)(cap * per) * sizeof *l);
+            if (!l) return 1;
+            r->logprobs = l;
+        }
+        r->cap_out = cap;
+    }
+    if (r->a->logprobs >= 0) {
+        int n_top = (int)r->a->logprobs;
+        float *at = r->logprobs + r->n_out * per;
+        int32_t ids[FE_LM_MAX_TOP_LOGPROBS];
+        if (fe_lm_logprobs(fe_lm_session_token_logits(r->s), r->info.vocab, tok, n_top, at, ids,
+                           at + 1 + n_top) != FE_OK)
+            return 1;
+        for (int k = 0; k < n_top; k++) at[1 + k] = (float)ids[k];
     }
     r->out[r->n_out++] = tok;
     return 0;
+}
+
+/* --logprobs: "logprobs": [{"id", "logprob", "top": [[id, logprob], ...]}, ...] */
+static void write_logprobs(gen_run *r, FILE *f) {
+    const int64_t n_top = r->a->logprobs, per = 1 + 2 * n_top;
+    fputs(", \"logprobs\": [", f);
+    for (int64_t i = 0; i < r->n_out; i++) {
+        const float *at = r->logprobs + i * per;
+        fprintf(f, "%s{\"id\": %d, \"logprob\": %.9g, \"top\": [", i ? ", " : "", r->out[i], (double)at[0]);
+        for (int64_t k = 0; k < n_top; k++)
+            fprintf(f, "%s[%d, %.9g]", k ? ", " : "", (int)at[1 + k], (double)at[1 + n_top + k]);
+        fputs("]}", f);
+    }
+    fputc(']', f);
 }
 
 static double decode_rate(const fe_lm_generate_result *g) {
@@ -37,7 +67,9 @@ int gen_report_json(gen_run *r) {
     cli_json_string(f, r->text.p ? r->text.p : "", r->text.len);
     fputs(", \"ids\": [", f);
     for (int64_t i = 0; i < r->n_out; i++) fprintf(f, "%s%d", i ? ", " : "", r->out[i]);
-    fprintf(f, "], \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
+    fputc(']', f);
+    if (r->a->logprobs >= 0) write_logprobs(r, f);
+    fprintf(f, ", \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
             "\"seed\": %llu, \"load_seconds\": %.6f, \"prefill_seconds\": %.6f, "
             "\"first_token_seconds\": %.6f, \"decode_seconds\": %.6f, "
             "\"decode_tokens_per_second\": %.3f}\n", (long long)g->prompt_tokens,
@@ -101,5 +133,6 @@ void gen_report_determinism(gen_run *r) {
 void gen_report_deinit(gen_run *r) {
     free(r->text.p);
     free(r->out);
-    r->text = (cli_text){0}, r->out = NULL;
+    free(r->logprobs);
+    r->text = (cli_text){0}, r->out = NULL, r->logprobs = NULL;
 }

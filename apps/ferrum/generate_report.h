@@ -24,6 +24,8 @@ typedef struct gen_run {
     cli_text text;         /* --json: the text generated */
     int32_t *out;          /* --json: the ids generated (malloc'd) */
     int64_t n_out, cap_out;
+    float *logprobs;       /* --logprobs N: per id generated, its log-probability, then the N
+                              top ids' (as floats: exact below 2^24) and log-probabilities */
 } gen_run;
 
 /* --json: keeps a token and its text; nonzero when out of memory. */

@@ -49,6 +49,13 @@ void metrics_generation(serve_metrics *m, int64_t prompt, int64_t cached, int64_
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_embeddings(serve_metrics *m, int64_t inputs, int64_t tokens) {
+    pthread_mutex_lock(&m->mu);
+    m->embedding_inputs += (uint64_t)inputs;
+    m->embedding_tokens += (uint64_t)tokens;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_gauges(serve_metrics *m, int64_t queue_depth, int64_t slots_busy) {
     pthread_mutex_lock(&m->mu);
     m->queue_depth = queue_depth;
@@ -117,6 +124,10 @@ char *metrics_render(serve_metrics *m) {
             (double)m->decode_tokens);
     gauge(f, "ferrum_decode_tokens_per_second", "The last finished request's decode speed.",
           m->last_decode_tok_s);
+    counter(f, "ferrum_embedding_inputs_total", "Inputs embedded (POST /v1/embeddings).",
+            (double)m->embedding_inputs);
+    counter(f, "ferrum_embedding_tokens_total", "Tokens the embedded inputs ran as.",
+            (double)m->embedding_tokens);
     pthread_mutex_unlock(&m->mu);
     if (fclose(f) != 0) {
         free(text);

@@ -1,7 +1,7 @@
 /* apps/serve/metrics.h: the server's counters and their Prometheus text (GET /metrics):
  * requests by route and status, prompt and completion tokens, the queue's depth and the busy
- * slots, time to first token (a histogram) and decode speed. Thread-safe: every call takes
- * the metrics' own lock. */
+ * slots, time to first token (a histogram), decode speed, embedding inputs and tokens.
+ * Thread-safe: every call takes the metrics' own lock. */
 #ifndef FE_SERVE_METRICS_H
 #define FE_SERVE_METRICS_H
 
@@ -23,6 +23,7 @@ typedef struct serve_metrics {
     double decode_seconds;      /* summed over requests: first token to last */
     uint64_t decode_tokens;     /* tokens after the first */
     double last_decode_tok_s;   /* the last request's */
+    uint64_t embedding_inputs, embedding_tokens;
 } serve_metrics;
 
 void metrics_init(serve_metrics *m, int slots);
@@ -31,6 +32,8 @@ void metrics_request(serve_metrics *m, const char *route, int status);
 /* A finished generation: its tokens, its time to first token and its decode time. */
 void metrics_generation(serve_metrics *m, int64_t prompt, int64_t cached, int64_t completion,
                         double ttft_s, double decode_s);
+/* An embeddings request answered: its inputs and the tokens they ran as. */
+void metrics_embeddings(serve_metrics *m, int64_t inputs, int64_t tokens);
 void metrics_gauges(serve_metrics *m, int64_t queue_depth, int64_t slots_busy);
 void metrics_count_cancelled(serve_metrics *m);
 void metrics_count_timed_out(serve_metrics *m);

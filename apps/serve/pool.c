@@ -2,6 +2,8 @@
  * prefix-affine assignment, turns on the shared device, and a job's output as it is made. */
 #include "pool.h"
 
+#include "logprobs.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,7 @@ static void turn_give(turns *t) {
 typedef struct group {
     serve_pool *pool;
     int index;
+    fe_lm_model *m;      /* its model (borrowed) */
     turns turns;
     fe_lm_batch *batch;  /* batch mode */
     pthread_t thread;    /* batch mode: steps the batch */
@@ -69,6 +72,7 @@ typedef struct slot {
     int choice;
     bool first_chunk;
     int64_t generated;
+    size_t token_bytes;  /* the choice's tokens' pieces so far (logprobs' text_offset) */
 } slot;
 
 struct serve_pool {
@@ -107,7 +111,8 @@ void job_release(serve_job *j) {
     serve_request_free(&j->req);
     free(j->ids);
     free(j->events.p);
-    for (int i = 0; i < SERVE_MAX_N; i++) free(j->text[i].p);
+    for (int i = 0; i < SERVE_MAX_N; i++) free(j->text[i].p), free(j->logprobs[i].p);
+    free(j->pending.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -216,6 +221,23 @@ static bool must_stop_locked(serve_job *j) {
     return j->end != JOB_RUNNING;
 }
 
+/* When asked, the token's log-probabilities (under j->mu): into the choice's list, or the
+ * stream's pending one (the next chunk carries them). */
+static void record_logprobs_locked(slot *s, serve_job *j, int32_t tok) {
+    const float *logits = s->g->batch ? fe_lm_batch_token_logits(s->g->batch, s->row)
+                                      : fe_lm_session_token_logits(s->s);
+    reply_logprobs *l = j->req.stream ? &j->pending : &j->logprobs[s->choice];
+    if (!l->n) l->text_offset = s->token_bytes;
+    size_t before = l->n;
+    if (!logprobs_record(s->g->m, logits, tok, j->req.top_logprobs, l)) {
+        serve_error_set(&j->err, 500, "server_error", NULL, NULL, "logprobs: no logits for token %d, "
+                        "or out of memory", tok);
+        j->end = JOB_FAILED;
+        return;
+    }
+    if (l->n > before) s->token_bytes += l->p[before].chosen.len;
+}
+
 /* Each token's text: into the stream, or the choice's text; then the turn passes on. */
 static int on_token(void *user, int32_t tok, const char *text, size_t len) {
     slot *s = user;
@@ -224,11 +246,14 @@ static int on_token(void *user, int32_t tok, const char *text, size_t len) {
     if (tok >= 0) {
         s->generated++;
         if (s->generated == 1 && s->choice == 0) j->ttft_s = (double)(fe_time_ns() - j->t_submit) / 1e9;
+        if (j->req.logprobs) record_logprobs_locked(s, j, tok);
     }
     if (j->req.stream) {
         if (len || s->first_chunk) {
             bool chat_role = s->first_chunk && j->head.kind == SERVE_CHAT;
-            event_locked(j, reply_chunk(&j->head, s->choice, text, len, chat_role, NULL));
+            event_locked(j, reply_chunk(&j->head, s->choice, text, len, chat_role, NULL,
+                                        j->pending.n ? &j->pending : NULL));
+            j->pending.n = 0;
             s->first_chunk = false;
         }
     } else if (len && !pool_text_append(&j->text[s->choice], text, len)) {
@@ -302,6 +327,7 @@ static fe_lm_sampling choice_begin(slot *s, serve_job *j, int c) {
     s->choice = c;
     s->first_chunk = true;
     s->generated = 0;
+    s->token_bytes = 0;
     return sp;
 }
 
@@ -319,8 +345,9 @@ static bool choice_end(serve_job *j, int c, const char *failed, const fe_lm_gene
     }
     j->usage.completion_tokens += res->generated_tokens;
     j->finish[c] = finish_reason(res->stop_reason);
-    if (j->end == JOB_RUNNING && j->req.stream)
-        event_locked(j, reply_chunk(&j->head, c, NULL, 0, 0, j->finish[c]));
+    if (j->end == JOB_RUNNING && j->req.stream) /* with the tokens whose text was held back */
+        event_locked(j, reply_chunk(&j->head, c, NULL, 0, 0, j->finish[c], j->pending.n ? &j->pending : NULL));
+    j->pending.n = 0;
     bool go_on = j->end == JOB_RUNNING && c + 1 < j->req.n;
     pthread_mutex_unlock(&j->mu);
     return go_on;
@@ -520,6 +547,7 @@ fe_status pool_create(fe_lm_model *const *models, int n_models, const pool_optio
         group *g = &p->groups[gi];
         g->pool = p;
         g->index = gi;
+        g->m = models[gi];
         pthread_mutex_init(&g->turns.mu, NULL);
         pthread_cond_init(&g->turns.cv, NULL);
         pthread_cond_init(&g->cv, NULL);

@@ -75,6 +75,8 @@ typedef struct serve_job {
     pool_text events;                  /* streaming: SSE bytes not yet sent */
     size_t events_sent;
     pool_text text[SERVE_MAX_N];       /* whole: each choice's text */
+    reply_logprobs logprobs[SERVE_MAX_N]; /* whole, when asked: each choice's tokens' */
+    reply_logprobs pending;            /* streaming, when asked: tokens not yet in a chunk */
     const char *finish[SERVE_MAX_N];
     reply_usage usage;
     serve_error err;

@@ -202,14 +202,39 @@ static bool asks_for_something(const char *name, const json_t *v) {
 }
 
 static int unsupported(const json_t *o, serve_error *e) {
-    static const char *const fields[] = {"tools", "functions", "tool_choice", "logprobs",
-                                         "top_logprobs", "response_format", "logit_bias",
-                                         "suffix", "echo", "best_of"};
+    static const char *const fields[] = {"tools", "functions", "tool_choice", "response_format",
+                                         "logit_bias", "suffix", "echo", "best_of"};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         const json_t *v = json_object_get(o, fields[i]);
         if (v && asks_for_something(fields[i], v))
             return BAD(fields[i], "%s is not supported by ferrum serve; leave it out", fields[i]);
     }
+    return 0;
+}
+
+/* chat: "logprobs": true/false and "top_logprobs": 0..20; a completion: "logprobs": 0..5
+ * (the top N; false or null: none) */
+static int logprobs_of(const json_t *o, serve_kind kind, serve_request *r, serve_error *e) {
+    const json_t *v = json_object_get(o, "logprobs");
+    int64_t top = 0;
+    int code;
+    if (kind == SERVE_COMPLETION) {
+        if (!v || json_is_null(v) || json_is_false(v)) return 0;
+        if (!json_is_integer(v))
+            return BAD("logprobs", "logprobs of a completion is the number of most likely tokens "
+                       "to list at each step: give an integer in [0, %d]", SERVE_MAX_COMPLETION_LOGPROBS);
+        if ((code = integer_in(o, "logprobs", 0, SERVE_MAX_COMPLETION_LOGPROBS, &top, e))) return code;
+        r->logprobs = true;
+        r->top_logprobs = (int)top;
+        return 0;
+    }
+    if ((code = bool_of(o, "logprobs", &r->logprobs, e)) ||
+        (code = integer_in(o, "top_logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &top, e)))
+        return code;
+    if (top && !r->logprobs)
+        return BAD("top_logprobs", "top_logprobs %lld asks for logprobs; give \"logprobs\": true "
+                   "with it", (long long)top);
+    r->top_logprobs = (int)top;
     return 0;
 }
 
@@ -249,6 +274,7 @@ static int fields_of(const json_t *o, serve_kind kind, serve_request *r, serve_e
         if ((code = bool_of(so, "include_usage", &r->include_usage, e))) return code;
     }
     if ((code = sampling_of(o, r, e))) return code;
+    if ((code = logprobs_of(o, kind, r, e))) return code;
     int64_t max = -1, n = 1;
     if ((code = integer_in(o, "max_tokens", 0, INT32_MAX, &max, e)) ||
         (code = integer_in(o, "max_completion_tokens", 0, INT32_MAX, &max, e)) ||

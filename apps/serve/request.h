@@ -12,7 +12,10 @@
 
 typedef enum serve_kind { SERVE_CHAT = 0, SERVE_COMPLETION } serve_kind;
 
-enum { SERVE_MAX_STOP = 4, SERVE_MAX_N = 8, SERVE_MAX_MESSAGES = 4096 };
+/* top log-probabilities per token: chat's top_logprobs (as OpenAI, at most 20), a
+ * completion's logprobs (at most 5) */
+enum { SERVE_MAX_STOP = 4, SERVE_MAX_N = 8, SERVE_MAX_MESSAGES = 4096, SERVE_MAX_TOP_LOGPROBS = 20,
+       SERVE_MAX_COMPLETION_LOGPROBS = 5 };
 
 /* A refusal: the HTTP status, and the OpenAI error object's fields. */
 typedef struct serve_error {
@@ -43,13 +46,17 @@ typedef struct serve_request {
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     int n;                     /* choices */
+    bool logprobs;             /* each token's log-probability (chat: logprobs true; completion:
+                                  logprobs N given) */
+    int top_logprobs;          /* and the most likely tokens' at each step: chat's top_logprobs,
+                                  a completion's logprobs N */
 } serve_request;
 
 /* Reads body[0..len) as `kind`'s JSON request into *r (zeroed first; serve_request_free
  * releases it, also after an error). Returns 0, or the HTTP status after filling e: a body
  * that is not a JSON object (or not UTF-8), a field of the wrong type or out of its range,
  * an empty messages list, a missing prompt or model. Unknown fields are ignored, as OpenAI's
- * clients send extras; fields ferrum does not do (tools, logprobs) are refused by name. */
+ * clients send extras; fields ferrum does not do (tools, logit_bias) are refused by name. */
 int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_request *r,
                         serve_error *e);
 void serve_request_free(serve_request *r);

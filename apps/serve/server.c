@@ -14,11 +14,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "embeddings.h"
 #include "metrics.h"
 #include "reply.h"
 
 struct serve_server {
-    fe_lm_model *m;
+    fe_lm_model *m;            /* NULL: no chat model */
+    serve_embedder *emb;       /* NULL: no embedding model */
     serve_options o;
     fe_lm_model_info info;
     serve_metrics metrics;
@@ -281,7 +283,8 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, conn *k, serve_job
     if (end == JOB_FINISHED) {
         reply_choice ch[SERVE_MAX_N];
         for (int i = 0; i < j->req.n; i++)
-            ch[i] = (reply_choice){j->text[i].p, j->text[i].len, j->finish[i]};
+            ch[i] = (reply_choice){j->text[i].p, j->text[i].len, j->finish[i],
+                                   j->req.logprobs ? &j->logprobs[i] : NULL};
         ok = send_json(c, k, 200, reply_whole(&j->head, ch, j->req.n, &j->usage));
     } else if (end == JOB_TIMED_OUT) {
         serve_error_set(&e, 504, "server_error", NULL, "request_time_limit", "the request ran past "
@@ -301,8 +304,30 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, conn *k, serve_job
     return ok;
 }
 
+/* A model route asked of a server that does not serve that kind of model. */
+static enum MHD_Result not_served(struct MHD_Connection *c, conn *k, const char *what, const char *how) {
+    serve_error e = {0};
+    serve_error_set(&e, 404, "invalid_request_error", "model", "model_not_found", "this server "
+                    "serves no %s model; start it with %s (GET /v1/models lists what it serves)",
+                    what, how);
+    return send_error(c, k, &e);
+}
+
+static enum MHD_Result embeddings(struct MHD_Connection *c, conn *k) {
+    serve_server *srv = k->srv;
+    if (!srv->emb) return not_served(c, k, "embedding", "--embedding-model DIR");
+    serve_error e = {0};
+    char *reply = NULL;
+    int64_t inputs = 0, tokens = 0;
+    if (embedder_answer(srv->emb, k->body.p ? k->body.p : "", k->body.len, &reply, &inputs, &tokens, &e))
+        return send_error(c, k, &e);
+    metrics_embeddings(&srv->metrics, inputs, tokens);
+    return send_json(c, k, 200, reply);
+}
+
 static enum MHD_Result completions(struct MHD_Connection *c, conn *k, serve_kind kind) {
     serve_server *srv = k->srv;
+    if (!srv->m) return not_served(c, k, "chat", "a MODEL (a GGUF file or a checkpoint)");
     serve_request req;
     serve_error e = {0};
     if (serve_request_parse(k->body.p ? k->body.p : "", k->body.len, kind, &req, &e)) {
@@ -367,22 +392,36 @@ static bool authorized(struct MHD_Connection *c, const serve_server *srv) {
     return diff == 0;
 }
 
+/* The routes, each with its one method. */
+static const struct { const char *url, *method; } routes[] = {
+    {"/health", "GET"}, {"/metrics", "GET"}, {"/v1/models", "GET"},
+    {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/embeddings", "POST"},
+};
+
+/* The names of the models served: the chat model's, then the embedding model's. */
+static int models_served(const serve_server *srv, const char *names[2]) {
+    int n = 0;
+    if (srv->m) names[n++] = srv->o.model_id;
+    if (srv->emb) names[n++] = embedder_model(srv->emb);
+    return n;
+}
+
 static enum MHD_Result route(struct MHD_Connection *c, conn *k, const char *url, const char *method) {
     serve_server *srv = k->srv;
     serve_error e = {0};
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     if (strcmp(url, "/health") == 0 && get) {
-        int queued, busy;
-        pool_load(srv->pool, &queued, &busy);
+        int queued = 0, busy = 0;
+        if (srv->pool) pool_load(srv->pool, &queued, &busy);
         char *body = NULL;
         if (asprintf(&body, "{\"status\":\"ok\",\"slots\":%d,\"slots_busy\":%d,\"queue\":%d}",
-                     srv->o.pool.slots, busy, queued) < 0)
+                     srv->pool ? srv->o.pool.slots : 0, busy, queued) < 0)
             body = NULL;
         return send_json(c, k, 200, body);
     }
     if (strcmp(url, "/metrics") == 0 && get) {
-        int queued, busy;
-        pool_load(srv->pool, &queued, &busy);
+        int queued = 0, busy = 0;
+        if (srv->pool) pool_load(srv->pool, &queued, &busy);
         metrics_gauges(&srv->metrics, queued, busy);
         return send_body(c, k, 200, "text/plain; version=0.0.4", metrics_render(&srv->metrics), NULL);
     }
@@ -393,32 +432,36 @@ static enum MHD_Result route(struct MHD_Connection *c, conn *k, const char *url,
                         "the server was started with (--api-key)");
         return send_error(c, k, &e);
     }
-    if (strcmp(url, "/v1/models") == 0 && get) return send_json(c, k, 200, reply_models(srv->o.model_id, srv->created));
+    const char *names[2];
+    int n_names = models_served(srv, names);
+    if (strcmp(url, "/v1/models") == 0 && get) return send_json(c, k, 200, reply_models(names, n_names, srv->created));
     if (strncmp(url, "/v1/models/", 11) == 0 && get) {
-        if (strcmp(url + 11, srv->o.model_id) == 0) return send_json(c, k, 200, reply_model(srv->o.model_id, srv->created));
+        for (int i = 0; i < n_names; i++)
+            if (strcmp(url + 11, names[i]) == 0) return send_json(c, k, 200, reply_model(names[i], srv->created));
         serve_error_set(&e, 404, "invalid_request_error", "model", "model_not_found", "the model "
-                        "\"%.100s\" is not served here; this server has \"%s\"", url + 11, srv->o.model_id);
+                        "\"%.100s\" is not served here; this server has \"%s\"%s%s%s", url + 11,
+                        names[0], n_names > 1 ? " and \"" : "", n_names > 1 ? names[1] : "",
+                        n_names > 1 ? "\"" : "");
         return send_error(c, k, &e);
     }
     if (strcmp(url, "/v1/chat/completions") == 0 && post) return completions(c, k, SERVE_CHAT);
     if (strcmp(url, "/v1/completions") == 0 && post) return completions(c, k, SERVE_COMPLETION);
-    static const char *const routes[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"};
+    if (strcmp(url, "/v1/embeddings") == 0 && post) return embeddings(c, k);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (strcmp(url, routes[i]) == 0) {
+        if (strcmp(url, routes[i].url) == 0) {
             serve_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s %s: "
-                            "use %s", method, url, i < 3 ? "GET" : "POST");
+                            "use %s", method, url, routes[i].method);
             return send_error(c, k, &e);
         }
     serve_error_set(&e, 404, "invalid_request_error", NULL, "unknown_url", "no route %.16s %.100s; "
-                    "this server answers POST /v1/chat/completions, POST /v1/completions, GET "
-                    "/v1/models, GET /health and GET /metrics", method, url);
+                    "this server answers POST /v1/chat/completions, POST /v1/completions, POST "
+                    "/v1/embeddings, GET /v1/models, GET /health and GET /metrics", method, url);
     return send_error(c, k, &e);
 }
 
 static const char *route_name(const char *url) {
-    static const char *const known[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (strcmp(url, known[i]) == 0) return known[i];
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strcmp(url, routes[i].url) == 0) return routes[i].url;
     return strncmp(url, "/v1/models/", 11) == 0 ? "/v1/models/ID" : "other";
 }
 
@@ -485,8 +528,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 fe_status server_start(fe_lm_model *const *models, int n_models, const serve_options *o,
                        serve_server **out, fe_error *err) {
-    fe_lm_model *m = models[0];
+    fe_lm_model *m = n_models ? models[0] : NULL;
     *out = NULL;
+    if (!m && !o->encoder) return serve_fail(err, FE_E_INVALID, "no model to serve; give a chat MODEL, --embedding-model DIR, or both");
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     if (inet_pton(AF_INET, o->host, &addr.sin_addr) != 1)
         return serve_fail(err, FE_E_INVALID, "--host %s is not an IPv4 address; give one such as 127.0.0.1", o->host);
@@ -495,11 +539,18 @@ fe_status server_start(fe_lm_model *const *models, int n_models, const serve_opt
     s->m = m;
     s->o = *o;
     s->created = (int64_t)time(NULL);
-    fe_lm_model_get_info(m, &s->info);
+    if (m) fe_lm_model_get_info(m, &s->info);
     pthread_mutex_init(&s->model_mu, NULL);
     pthread_mutex_init(&s->id_mu, NULL);
-    metrics_init(&s->metrics, o->pool.slots);
-    fe_status st = pool_create(models, n_models, &o->pool, &s->metrics, &s->pool, err);
+    metrics_init(&s->metrics, m ? o->pool.slots : 0);
+    if (o->encoder) {
+        embedder_options eo = {.model_id = o->embedding_model_id, .max_inputs = o->max_embedding_inputs};
+        if (!(s->emb = embedder_create(o->encoder, &eo))) {
+            server_stop(s);
+            return serve_fail(err, FE_E_NOMEM, "out of memory");
+        }
+    }
+    fe_status st = m ? pool_create(models, n_models, &o->pool, &s->metrics, &s->pool, err) : FE_OK;
     if (st != FE_OK) {
         server_stop(s);
         return st;
@@ -530,6 +581,7 @@ void server_stop(serve_server *s) {
     pool_stop(s->pool);                  /* whoever waits on a job sees it end */
     if (s->d) MHD_stop_daemon(s->d);
     pool_destroy(s->pool);
+    embedder_destroy(s->emb);
     metrics_deinit(&s->metrics);
     pthread_mutex_destroy(&s->model_mu);
     pthread_mutex_destroy(&s->id_mu);

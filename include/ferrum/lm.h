@@ -271,6 +271,20 @@ FE_API fe_status fe_lm_session_prefill(fe_lm_session *s, const int32_t *ids, int
 FE_API fe_status fe_lm_session_decode(fe_lm_session *s, int32_t token, const float **logits);
 /* The logits of the last prefill or decode (vocab floats), NULL before any. */
 FE_API const float *fe_lm_session_logits(const fe_lm_session *s);
+enum { FE_LM_MAX_TOP_LOGPROBS = 20 };
+
+/* Log-probabilities from logits[0..vocab) (raw: before penalties and temperature), as OpenAI
+ * and llama-server report them: *logprob is token's under the log-softmax; top_ids[0..n_top)
+ * and top_logprobs[0..n_top) the n_top most likely tokens' (largest first, ties by smaller
+ * id; past the vocabulary's size, ids -1 and -inf). FE_E_INVALID
+ * for a token outside the vocabulary, n_top outside 0..FE_LM_MAX_TOP_LOGPROBS, or logits
+ * that are not finite. */
+FE_API fe_status fe_lm_logprobs(const float *logits, int64_t vocab, int32_t token, int n_top,
+                                float *logprob, int32_t *top_ids, float *top_logprobs);
+/* Inside a callback of fe_lm_session_generate: the logits (vocab floats, as the model gave
+ * them: before penalties and temperature) its token was drawn from, valid for the call; NULL
+ * outside a callback (and in the last one, token -1). For log-probabilities of the tokens. */
+FE_API const float *fe_lm_session_token_logits(const fe_lm_session *s);
 
 typedef enum fe_lm_stop_reason {
     FE_LM_STOP_LENGTH = 0,   /* max_tokens generated */
@@ -366,6 +380,9 @@ FE_API fe_status fe_lm_batch_step(fe_lm_batch *b, int *running);
 /* Whether slot's generation has ended; then *result (may be NULL) says how, and the slot is
  * idle again (its cache rows kept for the next prompt). false while it runs or when idle. */
 FE_API bool fe_lm_batch_finished(fe_lm_batch *b, int slot, fe_lm_generate_result *result);
+/* Inside a callback of slot's generation (fe_lm_batch_step): the logits its token was drawn
+ * from, as fe_lm_session_token_logits; NULL outside one. */
+FE_API const float *fe_lm_batch_token_logits(const fe_lm_batch *b, int slot);
 
 /* ---- checks ---- */
 
@@ -474,6 +491,14 @@ typedef struct fe_lm_embed_stats {
 FE_API fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
                              const fe_lm_embed_options *o, float *out, int64_t *dim,
                              fe_lm_embed_stats *stats);
+
+/* As fe_lm_embed, for inputs given as token ids: ids[i][0 .. n_ids[i]) run as given (the
+ * prompt of o is not added, nor [CLS]/[SEP] or the template's tokens: give them as
+ * fe_lm_encoder_tokenize does). FE_E_INVALID naming the input for one of no ids or more than
+ * the encoder's max_tokens, or an id outside the vocabulary. */
+FE_API fe_status fe_lm_embed_ids(fe_lm_encoder *e, const int32_t *const *ids, const size_t *n_ids,
+                                 size_t n, const fe_lm_embed_options *o, float *out, int64_t *dim,
+                                 fe_lm_embed_stats *stats);
 
 /* The ids text (with the prompt of o, may be NULL) is run as: [CLS] ... [SEP], cut at
  * max_tokens. A new array *ids of *n ids (fe_lm_free). */

@@ -9,11 +9,14 @@ faults (malformed bodies, unknown model, limits, API key, queue full, time limit
 client: each a clean 4xx/5xx naming its rule, and the server keeps serving), equal (the
 server's tokens equal `ferrum generate`'s for the same prompt and seed, alone and beside
 other requests, over two device groups), disconnect (a client gone mid-stream frees its slot
-at the next step), batch (equal and disconnect again, with --batch).
+at the next step), batch (equal and disconnect again, with --batch), embed (POST
+/v1/embeddings beside the chat model and alone: `ferrum embed`'s vectors to the byte, token
+ids, usage, faults; `dimensions` on an EmbeddingGemma folder; --encoder and
+--matryoshka-encoder name the folders).
 
 Only 127.0.0.1 is ever contacted. Every wait is bounded. Exit 0 when every claim holds;
 otherwise the failed claim and the server's log on stderr, exit 1. Run by tests/test_serve.c."""
-import argparse, json, os, re, signal, socket, subprocess, sys, threading, time, urllib.request
+import argparse, base64, json, math, os, re, signal, socket, struct, subprocess, sys, threading, time, urllib.request
 
 HOST = "127.0.0.1"
 
@@ -342,6 +345,12 @@ def generate(a, *args):
     return json.loads(out.stdout)
 
 
+def f32(x):
+    """x rounded to float32, as bytes: how log-probabilities are compared (both sides print
+    float32 values, in different digits)"""
+    return struct.pack("<f", x)
+
+
 def group_equal(a, *server_args):
     # by default two device groups (slots 0 and 2 take turns on one device, slot 1 runs beside
     # them on another, each with half the workers generate uses): the tokens do not change
@@ -377,6 +386,35 @@ def group_equal(a, *server_args):
         r = c.chat.completions.create(model=mid, messages=[{"role": "user", "content": "Why is the sky blue?"}],
                                       max_tokens=20, temperature=0)
         claim(r.choices[0].message.content == w["text"], f"chat: {r.choices[0].message.content!r} != {w['text']!r}")
+        # log-probabilities: the log-softmax of the logits each token was drawn from, equal to
+        # generate's (the same logits: float32 values equal), the top lists sorted, a greedy
+        # token the most likely; whole and streamed alike
+        w = generate(a, "--prompt", "The quick brown fox", "-n", "12", "--logprobs", "5")
+        r = c.completions.create(model=mid, prompt="The quick brown fox", max_tokens=12, temperature=0, logprobs=5)
+        lp = r.choices[0].logprobs
+        claim(len(lp.token_logprobs) == len(w["logprobs"]) == 12, f"a logprob per token: {len(lp.token_logprobs)}")
+        claim(lp.text_offset[0] == 0 and "".join(lp.tokens) == r.choices[0].text, "tokens spell the text")
+        for i, (got, want_lp) in enumerate(zip(lp.token_logprobs, w["logprobs"])):
+            claim(f32(got) == f32(want_lp["logprob"]), f"token {i}: logprob {got} != generate's {want_lp['logprob']}")
+            tops = list(lp.top_logprobs[i].values())
+            claim([f32(v) for v in tops] == [f32(t[1]) for t in want_lp["top"]][:len(tops)] and len(tops) >= 4,
+                  f"token {i}: top {tops} != generate's {want_lp['top']}")
+            claim(tops == sorted(tops, reverse=True) and f32(tops[0]) == f32(got), f"token {i}: greedy is the top")
+            claim(sum(math.exp(v) for v in tops) <= 1 + 1e-6, f"token {i}: top probabilities sum past 1")
+        w = generate(a, "--chat", "--prompt", "Why is the sky blue?", "-n", "10", "--logprobs", "3")
+        kw = dict(model=mid, messages=[{"role": "user", "content": "Why is the sky blue?"}], max_tokens=10,
+                  temperature=0, logprobs=True, top_logprobs=3)
+        r = c.chat.completions.create(**kw)
+        content = r.choices[0].logprobs.content
+        claim([f32(t.logprob) for t in content] == [f32(x["logprob"]) for x in w["logprobs"]], "chat logprobs equal generate's")
+        claim(all(len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token for t in content), "chat top_logprobs")
+        claim(all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in content if t.bytes), "token bytes")
+        streamed = [t for ch in c.chat.completions.create(stream=True, **kw) if ch.choices and ch.choices[0].logprobs
+                    for t in ch.choices[0].logprobs.content]
+        claim([(t.token, t.logprob) for t in streamed] == [(t.token, t.logprob) for t in content],
+              "streamed chat logprobs equal the whole answer's")
+        r = c.chat.completions.create(model=mid, messages=kw["messages"], max_tokens=4, temperature=0)
+        claim(r.choices[0].logprobs is None, "no logprobs unless asked")
         # seeded host sampling (min_p and a penalty draw on the host in both)
         w = generate(a, "--prompt", "Once upon a time", "-n", "20", "--temperature", "0.8", "--min-p", "0.05",
                      "--repeat-penalty", "1.1", "--seed", "4242")
@@ -419,6 +457,128 @@ def group_disconnect(a, *server_args):
         s.stop()
 
 
+# ---- embeddings ----
+
+def ferrum_embed(a, texts, folder=None, *more):
+    """`ferrum embed` of texts: (float32 rows as bytes, tokens run) from its .npy output."""
+    args = [a.ferrum, "embed", folder or a.encoder, "--format", "npy", *more]
+    for t in texts:
+        args += ["--text", t]
+    out = subprocess.run(args, capture_output=True, timeout=300)
+    claim(out.returncode == 0, f"ferrum embed: {out.stderr[-500:]!r}")
+    npy = out.stdout
+    claim(npy[:6] == b"\x93NUMPY", "ferrum embed wrote a .npy")
+    header_len = struct.unpack("<H", npy[8:10])[0]
+    claim(b"'<f4'" in npy[10:10 + header_len], "float32 rows")
+    tokens = int(re.search(r"(\d+) tokens", out.stderr.decode()).group(1))
+    return npy[10 + header_len:], tokens
+
+
+def floats_bytes(vec):
+    return struct.pack(f"<{len(vec)}f", *vec)
+
+
+def group_embed(a):
+    """POST /v1/embeddings beside the chat model: the openai client's vectors (base64, its
+    default, and float) are `ferrum embed`'s to the byte, token-id input equals text input,
+    usage counts the tokens, and every fault is a 4xx naming its rule."""
+    enc_id = os.path.basename(a.encoder.rstrip("/"))
+    s = Server(a.ferrum, a.model, "--parallel", "1", "--ctx", "256", "--embedding-model", a.encoder,
+               "--max-embedding-inputs", "4")
+    try:
+        c = s.client()
+        mid = model_id(a.model)
+        claim([m.id for m in c.models.list().data] == [mid, enc_id], "GET /v1/models lists both models")
+        status, _, body = http(s, "GET", "/v1/models/" + enc_id)
+        claim(status == 200 and json.loads(body)["id"] == enc_id, "GET /v1/models/ID of the encoder")
+        texts = ["A man is eating food.", "The new movie is awesome.", "ünïcödé tëxt, with accents"]
+        want, tokens = ferrum_embed(a, texts)
+        for fmt in (None, "float", "base64"):  # None: the client asks base64 and decodes it itself
+            kw = {"encoding_format": fmt} if fmt else {}
+            r = c.embeddings.create(model=enc_id, input=texts, **kw)
+            claim(r.object == "list" and r.model == enc_id and [d.index for d in r.data] == [0, 1, 2], f"{fmt}: shape")
+            got = b"".join(base64.b64decode(d.embedding) if fmt == "base64" else floats_bytes(d.embedding)
+                           for d in r.data)
+            claim(got == want, f"{fmt}: the vectors are ferrum embed's to the byte")
+            claim(r.usage.prompt_tokens == tokens and r.usage.total_tokens == tokens,
+                  f"{fmt}: usage {r.usage} counts the {tokens} tokens")
+        one = c.embeddings.create(model=enc_id, input=texts[0], encoding_format="float")
+        claim(floats_bytes(one.data[0].embedding) == want[:384 * 4], "a single string input")
+        # token ids in: [CLS] a cat [SEP] as WordPiece gives them (bert-base-uncased's ids)
+        by_text = c.embeddings.create(model=enc_id, input="a cat", encoding_format="float").data[0].embedding
+        by_ids = c.embeddings.create(model=enc_id, input=[101, 1037, 4937, 102], encoding_format="float")
+        claim(by_ids.usage.prompt_tokens == 4, "token-id input counts its ids")
+        claim(floats_bytes(by_ids.data[0].embedding) == floats_bytes(by_text), "token ids equal their text")
+        two = c.embeddings.create(model=enc_id, input=[[101, 1037, 4937, 102], [101, 102]], encoding_format="float")
+        claim(len(two.data) == 2 and floats_bytes(two.data[0].embedding) == floats_bytes(by_text), "lists of ids")
+        # the chat model still answers beside it
+        r = c.completions.create(model=mid, prompt="1, 2, 3, 4,", max_tokens=4, temperature=0)
+        claim(r.choices[0].text.startswith(" 5"), "the chat model still answers")
+
+        ct = ["-H", "Content-Type: application/json", "URL/v1/embeddings", "-d"]
+        faults = [
+            ({"model": enc_id, "input": ""}, 400, "empty string", "input"),
+            ({"model": enc_id, "input": []}, 400, "empty list", "input"),
+            ({"model": enc_id, "input": ["a", 3]}, 400, "not a mix", "input"),
+            ({"model": enc_id, "input": ["a"] * 5}, 400, "--max-embedding-inputs", "input"),
+            ({"model": enc_id, "input": "a", "encoding_format": "int8"}, 400, "base64", "encoding_format"),
+            ({"model": enc_id, "input": "a", "dimensions": 64}, 400, "Matryoshka", "dimensions"),
+            ({"model": enc_id, "input": "a", "dimensions": 385}, 400, "at most 384", "dimensions"),
+            ({"model": enc_id, "input": [101, 99999, 102]}, 400, "outside the vocabulary", "input"),
+            ({"model": enc_id, "input": [101] * 300}, 400, "max_tokens", "input"),
+            ({"model": enc_id, "input": "word " * 400}, 400, "maximum of 256 tokens", "input"),
+            ({"model": "nope", "input": "a"}, 404, "not an embedding model served here", "model"),
+            ({"model": mid, "input": "a"}, 404, "not an embedding model served here", "model"),
+            ({"input": "a"}, 400, "model is required", "model"),
+        ]
+        for body, status, words, param in faults:
+            got, out = curl(s, *ct, json.dumps(body))
+            claim(got == status, f"{body!r:.80}: HTTP {got}, wanted {status}")
+            error_of(out, got, words, param)
+        got, out = curl(s, *ct, '{"model": "x", "input": ')
+        claim(got == 400, "malformed JSON: 400")
+        error_of(out, got, "not valid JSON")
+        got, out = curl(s, "URL/v1/embeddings")
+        claim(got == 405, f"GET /v1/embeddings: {got}")
+        claim(metric(s, "ferrum_embedding_inputs_total") >= 12, "embedding inputs counted")
+        claim(metric(s, "ferrum_embedding_tokens_total") >= 2 * tokens, "embedding tokens counted")
+    finally:
+        s.stop()
+    # Matryoshka: a model that allows it cuts its vectors to `dimensions`, normalised again,
+    # as `ferrum embed --dim` does
+    g = Server(a.ferrum, "--embedding-model=" + a.matryoshka_encoder, "--embedding-alias", "gemma")
+    try:
+        c = g.client()
+        want16, _ = ferrum_embed(a, ["the weather", "a tea"], a.matryoshka_encoder, "--dim", "16")
+        r = c.embeddings.create(model="gemma", input=["the weather", "a tea"], dimensions=16, encoding_format="float")
+        claim([len(d.embedding) for d in r.data] == [16, 16], "dimensions=16 gives 16 values")
+        claim(b"".join(floats_bytes(d.embedding) for d in r.data) == want16, "cut vectors equal ferrum embed --dim 16's")
+        claim(abs(sum(x * x for x in r.data[0].embedding) - 1) < 1e-5, "a cut vector has unit norm again")
+        full = c.embeddings.create(model="gemma", input="the weather", encoding_format="float").data[0].embedding
+        claim(len(full) == 64, f"no dimensions: all {len(full)} values")
+        got, out = curl(g, "-H", "Content-Type: application/json", "URL/v1/embeddings", "-d",
+                        json.dumps({"model": "gemma", "input": "a", "dimensions": 65}))
+        claim(got == 400, f"dimensions past the width: {got}")
+        error_of(out, got, "at most 64", "dimensions")
+    finally:
+        g.stop()
+    # alone: no chat model, and the chat routes say so
+    s = Server(a.ferrum, "--embedding-model=" + a.encoder)
+    try:
+        c = s.client()
+        claim([m.id for m in c.models.list().data] == [enc_id], "alone, GET /v1/models lists the encoder")
+        r = c.embeddings.create(model=enc_id, input=texts, encoding_format="float")
+        claim(b"".join(floats_bytes(d.embedding) for d in r.data) == want, "alone, the same vectors")
+        got, out = curl(s, "-H", "Content-Type: application/json", "URL/v1/chat/completions", "-d",
+                        json.dumps({"model": enc_id, "messages": [{"role": "user", "content": "hi"}]}))
+        claim(got == 404, f"chat on an embeddings-only server: {got}")
+        error_of(out, got, "serves no chat model", "model")
+        status, _, body = http(s, "GET", "/health")
+        claim(status == 200 and json.loads(body)["slots"] == 0, f"/health {body!r}")
+    finally:
+        s.stop()
+
+
 def group_batch(a):
     """--batch: three slots decoded by one call a step (GEMVs over the rows) give generate's
     tokens alone and side by side; a disconnect ends its row at the next step."""
@@ -427,7 +587,7 @@ def group_batch(a):
 
 
 GROUPS = {"api": group_api, "faults": group_faults, "equal": group_equal, "disconnect": group_disconnect,
-          "batch": group_batch}
+          "batch": group_batch, "embed": group_embed}
 
 
 def main():
@@ -435,6 +595,8 @@ def main():
     ap.add_argument("group", choices=sorted(GROUPS))
     ap.add_argument("--ferrum", required=True)
     ap.add_argument("--model", required=True)
+    ap.add_argument("--encoder", help="an encoder folder (all-MiniLM-L6-v2), for the embed group")
+    ap.add_argument("--matryoshka-encoder", help="an EmbeddingGemma folder, for the embed group's dimensions")
     a = ap.parse_args()
     try:
         GROUPS[a.group](a)

@@ -43,6 +43,8 @@ struct fe_lm_session {
     fe_lm_session_options o;
     fe_causal *c;
     const float *logits; /* the causal model's last logits, NULL before any */
+    const float *token_logits; /* during a generate's callback: the logits its token was drawn
+                                  from (fe_lm_session_token_logits); NULL otherwise */
     struct fe_lm_candidate *cand; /* (vocab) the host sampler's */
     int32_t *counts;              /* (vocab) the host sampler's */
     int32_t *seq;        /* (max_seq_len + 1) the sequence of the last generate: prompt, then

@@ -33,6 +33,7 @@ typedef struct batch_slot {
     uint64_t t0, t_first;
     fe_lm_candidate *cand;   /* (vocab) */
     int32_t *counts;         /* (vocab) */
+    const float *token_logits; /* during its callback: the logits its token was drawn from */
 } batch_slot;
 
 struct fe_lm_batch {
@@ -215,7 +216,9 @@ static void draw(fe_lm_batch *b, int slot, const float *logits) {
     batch_slot *s = &b->slots[slot];
     int32_t tok = fe_lm_host_sample(&s->sampler, logits, b->m->cfg.vocab, s->seq, s->n_seq, s->cand,
                                     s->counts);
+    s->token_logits = logits;
     if (accept(b, slot, tok)) s->state = SLOT_DECODE;
+    s->token_logits = NULL;
 }
 
 /* The end of a slot's generation: the held text, the times. */
@@ -280,4 +283,8 @@ bool fe_lm_batch_finished(fe_lm_batch *b, int slot, fe_lm_generate_result *resul
     if (result) *result = b->slots[slot].r;
     b->slots[slot].state = SLOT_IDLE;
     return true;
+}
+
+const float *fe_lm_batch_token_logits(const fe_lm_batch *b, int slot) {
+    return b && slot >= 0 && slot < b->n_slots ? b->slots[slot].token_logits : NULL;
 }

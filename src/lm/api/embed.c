@@ -322,15 +322,42 @@ fe_status fe_lm_encoder_tokenize(fe_lm_encoder *e, const char *text, const fe_lm
     return st == FE_OK ? tokenize(e, prompt, text, 0, ids, n, &cut) : st;
 }
 
-fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
-                      const fe_lm_embed_options *opts, float *out, int64_t *dim_out,
-                      fe_lm_embed_stats *stats) {
+/* The ids input `index` runs as: the tokens of texts[index] (with the prompt), or a copy of
+ * given[index] checked against the vocabulary and max_tokens. */
+static fe_status input_ids(fe_lm_encoder *e, const char *prompt, const char *const *texts,
+                           const int32_t *const *given, const size_t *given_n, size_t index,
+                           int32_t **ids, size_t *len, bool *cut) {
+    if (texts) {
+        if (!texts[index]) return fe_error_set(&e->err, FE_E_INVALID, "embed: text %zu is NULL", index);
+        return tokenize(e, prompt, texts[index], index, ids, len, cut);
+    }
+    const int64_t vocab = e->gemma ? e->eg.cfg.vocab : e->w.cfg.vocab;
+    size_t n = given_n[index];
+    *cut = false;
+    if (!given[index] || n == 0 || (int64_t)n > e->max_tokens)
+        return fe_error_set(&e->err, FE_E_INVALID, "embed: input %zu has %zu token ids; give 1..%lld "
+                            "(the encoder's max_tokens)", index, n, (long long)e->max_tokens);
+    for (size_t k = 0; k < n; k++)
+        if (given[index][k] < 0 || given[index][k] >= vocab)
+            return fe_error_set(&e->err, FE_E_INVALID, "embed: input %zu, id %zu is %d, outside the "
+                                "vocabulary of %lld", index, k, given[index][k], (long long)vocab);
+    if (!(*ids = fe_malloc(n * sizeof **ids)))
+        return fe_error_set(&e->err, FE_E_NOMEM, "out of memory for input %zu", index);
+    memcpy(*ids, given[index], n * sizeof **ids);
+    *len = n;
+    return FE_OK;
+}
+
+/* fe_lm_embed and fe_lm_embed_ids: texts (tokenized here) or given ids */
+static fe_status embed_inputs(fe_lm_encoder *e, const char *const *texts, const int32_t *const *given,
+                              const size_t *given_n, size_t n, const fe_lm_embed_options *opts,
+                              float *out, int64_t *dim_out, fe_lm_embed_stats *stats) {
     if (!e) return FE_E_INVALID;
     fe_error_clear(&e->err);
     fe_lm_embed_options o = opts ? *opts : fe_lm_embed_options_default();
     const int64_t H = e->gemma ? fe_gemma3_encoder_dim(e->genc) : e->w.cfg.hidden;
-    if ((n && (!texts || !out)))
-        return fe_error_set(&e->err, FE_E_INVALID, "embed: give the texts and room for their vectors");
+    if ((n && ((!texts && (!given || !given_n)) || !out)))
+        return fe_error_set(&e->err, FE_E_INVALID, "embed: give the inputs and room for their vectors");
     if (o.dim < 0 || o.dim > H)
         return fe_error_set(&e->err, FE_E_INVALID, "embed: dim %lld is outside 1..%lld (the model's "
                             "hidden size); give a value in that range, or 0 for all", (long long)o.dim,
@@ -356,13 +383,9 @@ fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
         int k = n - first < (size_t)slots ? (int)(n - first) : slots;
         int64_t lens[FE_ENCODER_MAX_SLOTS];
         for (int s = 0; st == FE_OK && s < k; s++) {
-            size_t len;
-            bool cut;
-            if (!texts[first + (size_t)s]) {
-                st = fe_error_set(&e->err, FE_E_INVALID, "embed: text %zu is NULL", first + (size_t)s);
-                break;
-            }
-            st = tokenize(e, prompt, texts[first + (size_t)s], first + (size_t)s, &ids[s], &len, &cut);
+            size_t len = 0;
+            bool cut = false;
+            st = input_ids(e, prompt, texts, given, given_n, first + (size_t)s, &ids[s], &len, &cut);
             lens[s] = (int64_t)len;
             if (st == FE_OK && stats) stats->tokens += lens[s], stats->truncated += cut;
         }
@@ -390,4 +413,16 @@ fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
         for (int s = 0; s < k; s++) fe_free(ids[s]), ids[s] = NULL;
     }
     return st;
+}
+
+fe_status fe_lm_embed(fe_lm_encoder *e, const char *const *texts, size_t n,
+                      const fe_lm_embed_options *o, float *out, int64_t *dim, fe_lm_embed_stats *stats) {
+    if (e && n && !texts) return fe_error_set(&e->err, FE_E_INVALID, "embed: give the texts");
+    return embed_inputs(e, texts, NULL, NULL, n, o, out, dim, stats);
+}
+
+fe_status fe_lm_embed_ids(fe_lm_encoder *e, const int32_t *const *ids, const size_t *n_ids, size_t n,
+                          const fe_lm_embed_options *o, float *out, int64_t *dim, fe_lm_embed_stats *stats) {
+    if (e && n && (!ids || !n_ids)) return fe_error_set(&e->err, FE_E_INVALID, "embed: give the ids and their lengths");
+    return embed_inputs(e, NULL, ids, n_ids, n, o, out, dim, stats);
 }

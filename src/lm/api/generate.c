@@ -67,8 +67,9 @@ static int accept(gen *g, int32_t tok) {
 }
 
 static int on_device_token(void *user, int32_t tok, const float *logits) {
-    (void)logits;
-    return accept(user, tok);
+    gen *g = user;
+    g->s->token_logits = logits;
+    return accept(g, tok);
 }
 
 static fe_status check_args(fe_lm_session *s, const fe_lm_sampling *p, const fe_lm_stop *stop) {
@@ -119,6 +120,7 @@ static void run(gen *g, const fe_lm_sampling *p, const int32_t *ids, int64_t n) 
         return;
     }
     if (!g->r.sampled_on_host) {
+        s->token_logits = s->logits;
         if (accept(g, next)) return;
         int64_t room = fe_causal_max_seq_len(c) - fe_causal_position(c);
         int64_t want = g->stop.max_tokens < 0 ? room : g->stop.max_tokens - g->r.generated_tokens;
@@ -132,6 +134,7 @@ static void run(gen *g, const fe_lm_sampling *p, const int32_t *ids, int64_t n) 
     for (;;) {
         int32_t tok = fe_lm_host_sample(&h, s->logits, s->m->cfg.vocab, s->seq, s->n_seq, s->cand,
                                         s->counts);
+        s->token_logits = s->logits;
         if (accept(g, tok)) return;
         if ((g->st = fe_causal_step(c, tok, &s->logits, NULL)) != FE_OK) {
             fe_error_set(&s->err, g->st, "decode: %s", fe_causal_message(c));
@@ -158,6 +161,7 @@ fe_status fe_lm_session_generate(fe_lm_session *s, const int32_t *ids, int64_t n
     g.r.prompt_tokens = n;
     g.r.sampled_on_host = !on_device(s, &p);
     run(&g, &p, ids, n);
+    s->token_logits = NULL;
     if (g.st == FE_OK && !g.done) finish(&g, FE_LM_STOP_CACHE_FULL); /* the loop ran out of rows */
     const char *text;
     size_t len;

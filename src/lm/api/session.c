@@ -25,6 +25,7 @@ fe_graph *fe_lm_session_graph(fe_lm_session *s) { return s ? fe_causal_graph(s->
 int64_t fe_lm_session_position(const fe_lm_session *s) { return s ? fe_causal_position(s->c) : 0; }
 int64_t fe_lm_session_max_seq_len(const fe_lm_session *s) { return s ? fe_causal_max_seq_len(s->c) : 0; }
 const float *fe_lm_session_logits(const fe_lm_session *s) { return s ? s->logits : NULL; }
+const float *fe_lm_session_token_logits(const fe_lm_session *s) { return s ? s->token_logits : NULL; }
 
 size_t fe_lm_session_kv_bytes(const fe_lm_session *s) {
     if (!s) return 0;
