@@ -18,11 +18,6 @@
 typedef struct fe_block_mode {
     bool decode, act_bf16, act_int8;
     double eps;
-    /* act_int8 by default rather than asked for: a chunk's GEMMs then take int8 only over the
-     * blocks GEMM has tiled int8 designs for (q8_0, q4_0, q4_1); over q5_0, q4_k and q6_k its
-     * int8 design is a row-dot fallback (gemm/kquant.inc), ~8x slower than widening them to
-     * f32 (Gemma 3 270M, 251-token prompt: 10 vs 80 tok/s) */
-    bool int8_auto;
 } fe_block_mode;
 
 /* An activation: x itself, or (when norm is a tensor) rmsnorm(x) * norm, which a decode
