@@ -2,7 +2,8 @@
  * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
  * tunables (block sizes resolved from the device's caches; the bf16 dot product where the
  * device has it), infer, the double-precision reference, cost, workspace and test cases. The
- * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc and int8.inc (see gemm.h). */
+ * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc, int8.inc and kquant.inc (see
+ * gemm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -578,8 +579,9 @@ static const fe_case cases[] = {
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
     .summary = "C = A.B^T (+ bias) -> activation (+ residual) -> clamp; B f32/bf16/f16/q8_0/"
-               "q4_0/q4_1; act_bf16: A rounded to bf16 (bf16 dot products); act_int8: A in int8 "
-               "per 32-block (integer dot products with block B)",
+               "q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A rounded to bf16 (bf16 dot products); "
+               "act_int8: A in int8 per 32-block (256 for q4_k/q6_k; integer dot products with "
+               "block B)",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),

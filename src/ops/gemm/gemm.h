@@ -36,6 +36,10 @@
  * correction (-128 or -8 times the block's sum of xq; s and the correction are exact in
  * f32, only the scaling rounds). tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
  * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16).
+ * act_int8 over q5_0, q4_k and q6_k: A per 256-block (q5_0: 32) with its sums of 16, the
+ * integer sums per sub-block times the sub-block's integer scale, the mins or offsets from
+ * A's group sums, d dx S - dm dx T per scale block in f32 (kquant.inc, its own panels and
+ * register tiles GM_MR_KQ x GM_NR_KQ).
  *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
  * long axis of every weight: 576..262144) and split M as well only where that balances
