@@ -1,11 +1,11 @@
 /* bench/bench_llm.c: the causal LM end to end, beside this machine's limits, in one run.
- * For SmolLM2-135M (the real Q4_1 GGUF, when the model cache has it) and the Llama 3.2 1B
- * shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
+ * For SmolLM2-135M and Gemma 3 270M (the real Q4_1 and Q4_K_M GGUFs, when the model cache
+ * has them) and the Llama 3.2 1B shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
  * tokens/s over 64 tokens, and the decode ceiling: the measured read bandwidth (best of 1/2/4/8
  * streams per worker) over the bytes of weights read per token, with the ratio to it; the
  * prefill's GFLOP/s against the measured f32 FMA peak, bf16 dot peak and int8 peak
  * (support/peak.c).
- * Usage: bench_llm [--cpu-time] [smollm2|llama|all] (default all). Prints the machine first.
+ * Usage: bench_llm [--cpu-time] [smollm2|gemma3|llama|all] (default all). Prints the machine first.
  * --cpu-time: the peaks and the prefill timed by the process's CPU time (what the workers did
  * while they ran, times the workers) instead of the wall clock, for a host shared with other
  * jobs (steadiest at FERRUM_WORKERS=1); decode stays on the wall clock, judged against the
@@ -136,22 +136,43 @@ out:
     fe_causal_destroy(m);
 }
 
+/* a GGUF from the model cache (FERRUM_CACHE_HOME/models, else ~/.cache/ferrum/models) */
+static void run_cached(fe_device *dev, const char *file, const char *title, const char *fetch) {
+    char path[512];
+    const char *home = getenv("FERRUM_CACHE_HOME");
+    if (home) snprintf(path, sizeof path, "%s/models/%s", home, file);
+    else snprintf(path, sizeof path, "%s/.cache/ferrum/models/%s", getenv("HOME") ? getenv("HOME") : ".", file);
+    fe_gguf *g = NULL;
+    fe_safetensors *st = NULL;
+    fe_lm_config cfg;
+    fe_llama_weights w;
+    fe_error err = {0};
+    if (fe_checkpoint_open(path, false, &g, &st, &cfg, &w, &err) == FE_OK) {
+        run_model(dev, title, &w);
+        fe_llama_weights_free(&w);
+        fe_gguf_close(g);
+        fe_safetensors_close(st);
+    } else {
+        printf("%s: %s (%s)\n", file, err.message, fetch);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *which = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: bench_llm [--cpu-time] [smollm2|llama|all]\n"
-                   "  smollm2|llama|all  the models (default all)\n"
+            printf("usage: bench_llm [--cpu-time] [smollm2|gemma3|llama|all]\n"
+                   "  smollm2|gemma3|llama|all  the models (default all)\n"
                    "  --cpu-time         peaks and prefill by the process's CPU time, for a host\n"
                    "                     shared with other jobs (best with FERRUM_WORKERS=1)\n");
             return 0;
         } else if (!strcmp(argv[i], "--cpu-time")) {
             cpu_time = true;
         } else if (!strcmp(argv[i], "all") || !strcmp(argv[i], "smollm2") ||
-                   !strcmp(argv[i], "llama")) {
+                   !strcmp(argv[i], "gemma3") || !strcmp(argv[i], "llama")) {
             which = argv[i];
         } else {
-            fprintf(stderr, "bench_llm: unknown argument '%s': give smollm2, llama or all, and "
+            fprintf(stderr, "bench_llm: unknown argument '%s': give smollm2, gemma3, llama or all, and "
                     "optionally --cpu-time (--help)\n", argv[i]);
             return 2;
         }
@@ -181,25 +202,13 @@ int main(int argc, char **argv) {
            "SmolLM2's q4_1 prompt int8 ones, its default on block matrices)\n\n", fma_peak,
            dot_peak, dot_peak > 0 ? "" : " (none here)", vnni ? "vpdpbusd" : "vpmaddubsw",
            i8_peak);
-    if (!strcmp(which, "all") || !strcmp(which, "smollm2")) {
-        char path[512];
-        const char *home = getenv("FERRUM_CACHE_HOME");
-        if (home) snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", home);
-        else snprintf(path, sizeof path, "%s/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                      getenv("HOME") ? getenv("HOME") : ".");
-        fe_gguf *g = NULL;
-        fe_safetensors *st = NULL;
-        fe_lm_config cfg;
-        fe_llama_weights w;
-        if (fe_checkpoint_open(path, false, &g, &st, &cfg, &w, &err) == FE_OK) {
-            run_model(dev, "SmolLM2-135M-Instruct Q4_1 (real weights)", &w);
-            fe_llama_weights_free(&w);
-            fe_gguf_close(g);
-            fe_safetensors_close(st);
-        } else {
-            printf("SmolLM2: %s (scripts/setup fetches it)\n", err.message);
-        }
-    }
+    if (!strcmp(which, "all") || !strcmp(which, "smollm2"))
+        run_cached(dev, "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct Q4_1 (real weights)",
+                   "scripts/setup fetches it");
+    if (!strcmp(which, "all") || !strcmp(which, "gemma3"))
+        run_cached(dev, "gemma-3-270m-q4_k_m.gguf",
+                   "\nGemma 3 270M Q4_K_M (real weights: q5_0, q4_k, q6_k matrices, q8_0 head)",
+                   "scripts/fetch-model gemma-3-270m-q4_k_m fetches it");
     if (!strcmp(which, "all") || !strcmp(which, "llama")) {
         fe_lm_config cfg;
         fe_llama_weights w;

@@ -61,9 +61,7 @@ fe_h fe_block_gemv(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h w, fe_block_act
  * int8_for B) and up to one more setting; into dst when dst is a tensor */
 static fe_h gemm(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
     fe_setting s[2] = {{mm.act_bf16 ? "act_bf16" : "act_int8", 1}};
-    fe_dtype bdt = fe_dtype_of(t, in[1]);
-    bool tiled = bdt == FE_DTYPE_Q8_0 || bdt == FE_DTYPE_Q4_0 || bdt == FE_DTYPE_Q4_1;
-    int n = mm.act_bf16 || (int8_for(t, mm, in[1]) && (tiled || !mm.int8_auto)) ? 1 : 0;
+    int n = mm.act_bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
     if (extra) s[n++] = *extra;
     if (dst.id) return fe_apply_into(t, dst, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
     return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);

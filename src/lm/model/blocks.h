@@ -22,11 +22,6 @@
 typedef struct fe_block_mode {
     bool decode, act_bf16, act_int8;
     double eps;
-    /* act_int8 by default rather than asked for: a chunk's GEMMs then take int8 only over the
-     * blocks GEMM has tiled int8 designs for (q8_0, q4_0, q4_1); over q5_0, q4_k and q6_k its
-     * int8 design is a row-dot fallback (gemm/kquant.inc), ~8x slower than widening them to
-     * f32 (Gemma 3 270M, 251-token prompt: 10 vs 80 tok/s) */
-    bool int8_auto;
     /* Trace the fused forms by hand (the GEMV prologue and epilogues, the GEMM activations and
      * residuals, products and RoPE written straight into a cache) instead of plain steps: the
      * graph the fold pass must recover, step for step, for tests (tests/test_plain_body.c) */

@@ -25,9 +25,9 @@ typedef struct fe_causal_options {
      * AVX512_BF16, as llama.cpp computes; KL to the f32 oracle ~1e-4) ; F32 keeps them f32
      * (exact to the oracle). Over block-quantised matrices (q8_0, q4_0, q4_1) AUTO and INT8
      * quantise the activations to int8 per row and 32-block and sum exact integer products
-     * (GEMM act_int8, as llama.cpp's Q8 activations); F32 widens the blocks to f32. Over
-     * q5_0, q4_k and q6_k only INT8 does (GEMM's int8 design for them is a row-dot fallback,
-     * ~8x slower than widening: blocks.h int8_auto). Other weight dtypes always use f32. */
+     * (GEMM act_int8, as llama.cpp's Q8 activations); so do they over q5_0, q4_k and q6_k
+     * (per 256-block for the K types, llama.cpp's q8_K); F32 widens the blocks to f32. Other
+     * weight dtypes always use f32. */
     enum {
         FE_PREFILL_DOT_AUTO = 0,
         FE_PREFILL_DOT_F32,

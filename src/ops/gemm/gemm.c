@@ -2,7 +2,8 @@
  * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
  * tunables (block sizes resolved from the device's caches; the bf16 dot product where the
  * device has it), infer, the double-precision reference, cost, workspace and test cases. The
- * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc and int8.inc (see gemm.h). */
+ * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc, int8.inc and kquant.inc (see
+ * gemm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -493,6 +494,31 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     {.name = "q4_1/int8_madd", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    /* act_int8 over q5_0 / q4_k / q6_k (kquant.inc: AVX-512 6 x 32 tiles, AVX2 4 x 8, the
+     * sums by VNNI where the device has it): M 1..a chunk, K whole scale blocks (256 for the
+     * K types) over one K block, a K block and its tail, and three K blocks (KC 512: 1280 is
+     * 512 + 768), N off the tile; the 16-bit path pinned, so a VNNI machine checks it too */
+    {.name = "q4_k/int8_odd", SHAPE(7, 33, 256), I8, .absent = PLAIN},
+    {.name = "q6_k/int8_odd", SHAPE(7, 33, 256), I8, .absent = PLAIN},
+    {.name = "q4_k/int8_tiles", SHAPE(29, 65, 768), I8, .absent = NO_RES},
+    {.name = "q6_k/int8_tiles", SHAPE(29, 65, 768), I8, .absent = NO_BIAS},
+    {.name = "q4_k/int8_deep", SHAPE(13, 37, 1792), I8, .absent = PLAIN},
+    {.name = "q6_k/int8_deep", SHAPE(5, 40, 1792), I8, .absent = PLAIN},
+    {.name = "q5_0/int8_tiles", SHAPE(29, 65, 640), I8, .absent = NO_RES},
+    {.name = "q5_0/int8_deep", SHAPE(5, 40, 736), I8, .absent = PLAIN}, /* K: 512 + 224 */
+    {.name = "q6_k/int8_rows_1", SHAPE(1, 45, 512), I8, .absent = NO_RES},
+    {.name = "q5_0/int8_rows_1", SHAPE(1, 70, 64), I8, .absent = PLAIN},
+    {.name = "q4_k/int8_all", SHAPE(13, 48, 512),
+     .params = {{"act_int8", 1}, {"activation", GM_ACT_GELU}, {"clamp_min", -2},
+                {"clamp_max", 2}}, .n_params = 4},
+    {.name = "q4_k/int8_rows_65", SHAPE(128, 37, 256), I8, .absent = NO_BIAS},
+    {.name = "q6_k/int8_tall", SHAPE(300, 20, 256), I8, .absent = PLAIN},
+    {.name = "q4_k/int8_madd", SHAPE(29, 65, 768), I8, .absent = NO_RES,
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q6_k/int8_madd", SHAPE(13, 33, 1280), I8, .absent = PLAIN,
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q5_0/int8_madd", SHAPE(7, 33, 160), I8, .absent = NO_BIAS,
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     /* extensive: model shapes (SmolLM2 576/1536/49152, Gemma 640/262144) */
     {.name = "f32/rows_300", SHAPE(598, 576, 576), .absent = PLAIN, .extensive = true},
     {.name = "bf16/rows_512", SHAPE(512, 576, 576), .params = {{"activation", GM_ACT_SILU}},
@@ -542,14 +568,20 @@ static const fe_case cases[] = {
     I8_BENCH("q4_1", 128, 1536, 576), I8_BENCH("q8_0", 512, 1536, 576),
     I8_BENCH("q4_0", 512, 8192, 2048), I8_BENCH("q4_0", 512, 2048, 8192),
     I8_BENCH("q8_0", 512, 2048, 2048), I8_BENCH("q4_1", 128, 2048, 2048),
+    /* Gemma 3 270M Q4_K_M: q5_0 (640, 2048) and (2048, 640), q6_k / q4_k (640, 2048)
+     * and the Llama-1B shapes */
+    I8_BENCH("q5_0", 512, 2048, 640), I8_BENCH("q4_k", 512, 640, 2048),
+    I8_BENCH("q6_k", 512, 640, 2048), I8_BENCH("q4_k", 512, 2048, 2048),
+    I8_BENCH("q6_k", 512, 2048, 2048), I8_BENCH("q4_k", 128, 2048, 2048),
 #undef I8_BENCH
 };
 
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
     .summary = "C = A.B^T (+ bias) -> activation (+ residual) -> clamp; B f32/bf16/f16/q8_0/"
-               "q4_0/q4_1; act_bf16: A rounded to bf16 (bf16 dot products); act_int8: A in int8 "
-               "per 32-block (integer dot products with block B)",
+               "q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A rounded to bf16 (bf16 dot products); "
+               "act_int8: A in int8 per 32-block (256 for q4_k/q6_k; integer dot products with "
+               "block B)",
     .params = params, .n_params = FE_COUNT(params),
     .tunables = tunables, .n_tunables = FE_COUNT(tunables),
     .operands = operands, .n_operands = FE_COUNT(operands),

@@ -36,6 +36,10 @@
  * correction (-128 or -8 times the block's sum of xq; s and the correction are exact in
  * f32, only the scaling rounds). tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
  * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16).
+ * act_int8 over q5_0, q4_k and q6_k: A per 256-block (q5_0: 32) with its sums of 16, the
+ * integer sums per sub-block times the sub-block's integer scale, the mins or offsets from
+ * A's group sums, d dx S - dm dx T per scale block in f32 (kquant.inc, its own panels and
+ * register tiles GM_MR_KQ x GM_NR_KQ).
  *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
  * long axis of every weight: 576..262144) and split M as well only where that balances
@@ -79,6 +83,30 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_NR_I8_AVX2 8
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
+
+/* act_int8 over q5_0, q4_k and q6_k (kquant.inc): rows of A x columns of C per register
+ * block (AVX-512: 12 int32 sums of the scale block, 12 of the sub-block under VNNI, two B
+ * vectors, one broadcast; AVX2: 4 int32 sums, one B vector, the scales, the broadcast) */
+#define GM_MR_KQ_AVX512 6
+#define GM_NR_KQ_AVX512 32
+#define GM_MR_KQ_AVX2 4
+#define GM_NR_KQ_AVX2 8
+/* ... and the layout of a packed panel per scale block (the block whose f32 scales multiply
+ * its integer sums: 256 for q4_k / q6_k, 32 for q5_0), per column: SB / 4 k-quads of u8
+ * (q4_k 0..15, q6_k 0..63, q5_0 0..31: the stored values without their offset), one integer
+ * scale word per sub-block (q4_k 8 of 32 elements, q6_k 16 of 16, q5_0 none: 1), the words
+ * of int16 pairs that multiply A's group sums (q4_k its 8 mins, q6_k 32 times its 16 scales,
+ * q5_0 16 and 0), then d and -dm (dmin for q4_k, d otherwise) as f32. */
+static inline int gm_kq_sb(fe_dtype dt) { return dt == FE_DTYPE_Q5_0 ? 32 : 256; }
+static inline int gm_kq_nsub(fe_dtype dt) {
+    return dt == FE_DTYPE_Q4_K ? 8 : dt == FE_DTYPE_Q6_K ? 16 : 0;
+}
+static inline int gm_kq_group_words(fe_dtype dt) {
+    return dt == FE_DTYPE_Q4_K ? 4 : dt == FE_DTYPE_Q6_K ? 8 : 1;
+}
+static inline int gm_kq_block_words(fe_dtype dt) {
+    return gm_kq_sb(dt) / 4 + gm_kq_nsub(dt) + gm_kq_group_words(dt) + 2;
+}
 
 /* KC choices are multiples of this (one quant block), so K blocks start on block bounds. */
 #define GM_KSTEP 32

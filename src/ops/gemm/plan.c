@@ -46,7 +46,11 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->rows = avx512_dot && d->tunables[GM_DOT] == GM_DOT_ROWS;
     p->i8 = d->params[GM_P_INT8] != 0;
     p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] != 0;
+    const fe_dtype bdt = d->dtypes[GM_B];
+    const bool kq = p->i8 && gm_kq_nsub(bdt) + (bdt == FE_DTYPE_Q5_0) > 0; /* kquant.inc */
     if (p->rows) p->mr = GM_MR_ROWS, p->nr = GM_NR_ROWS;
+    else if (kq && d->isa == FE_ISA_AVX512) p->mr = GM_MR_KQ_AVX512, p->nr = GM_NR_KQ_AVX512;
+    else if (kq && d->isa == FE_ISA_AVX2) p->mr = GM_MR_KQ_AVX2, p->nr = GM_NR_KQ_AVX2;
     else if (p->i8 && d->isa == FE_ISA_AVX512) p->mr = GM_MR_I8_AVX512, p->nr = GM_NR_I8_AVX512;
     else if (p->i8 && d->isa == FE_ISA_AVX2) p->mr = GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
     else gm_tile(d->isa, &p->mr, &p->nr);
@@ -69,7 +73,9 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
     if (p->i8) { /* every row of A quantised (a worker may have them all); int8 B panels */
         p->ap = round_up(M, p->mr) * gm_i8_row_words(round_up(K, GM_KSTEP));
-        p->bp = d->isa == FE_ISA_SCALAR ? 0 : p->nc * (p->kc / GM_KSTEP) * GM_I8_BLOCK_WORDS;
+        p->bp = d->isa == FE_ISA_SCALAR ? 0
+                : kq ? p->nc * (p->kc / gm_kq_sb(bdt)) * gm_kq_block_words(bdt)
+                     : p->nc * (p->kc / GM_KSTEP) * GM_I8_BLOCK_WORDS;
         p->tmp = 0;
     } else if (p->rows) { /* A's rows as bf16, nothing of B */
         p->ap = round_up(p->mc * gm_rows_ldw(p->kc), 16);

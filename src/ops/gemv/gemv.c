@@ -402,6 +402,7 @@ static const fe_case cases[] = {
     {.name = "q6_k/2048x8192", BIG(2048, 8192)},
     {.name = "q4_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q6_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q5_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
 };
 
 FE_KERNELS(gemv, 4, 16, 32);
