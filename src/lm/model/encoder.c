@@ -1,9 +1,9 @@
 /* lm/model/encoder.c: the BERT-family encoder as a graph (see encoder.h). The body reads as the
  * model is defined: embeddings (word + position + token type 0), LayerNorm, then per layer
- * q/k/v projections over the packed rows, each sentence's bidirectional attention in its own
- * window, the output projection with the residual, LayerNorm, the GELU feed-forward with the
- * residual, LayerNorm. Words: "n" (rows in all) and "o1".."o{slots-1}" (where sentence s
- * starts); sentence s has o{s+1} - o{s} rows, o0 = 0 and o{slots} = n. */
+ * q/k/v projections over the packed rows, bidirectional attention of every sentence over its
+ * own rows in one SegmentedMHA step, the output projection with the residual, LayerNorm, the
+ * GELU feed-forward with the residual, LayerNorm. Word: "n" (rows in all); input "lengths"
+ * (slots): each slot's sentence length, 0 for an empty slot. */
 #include "lm/model/encoder.h"
 
 #include <math.h>
@@ -24,6 +24,7 @@ struct fe_encoder {
     fe_tensor *mats;    /* dot_bf16: (n_layers * 6) views of them, in matrix_names' order */
     int32_t *ids;       /* (rows) the packed ids of a call */
     int32_t *positions; /* (rows) each row's position in its sentence */
+    int32_t *lengths;   /* (slots) each slot's sentence length in a call, 0 when empty */
     fe_error err;
 };
 
@@ -45,13 +46,11 @@ static const char *const start_word[FE_ENCODER_MAX_SLOTS] = {
 static fe_status encoder_body(fe_trace *t, const void *model) {
     const fe_encoder *e = model;
     const fe_bert_config *c = &e->w->cfg;
-    const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots;
+    const int64_t R = e->rows;
     const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps};
     fe_val n = fe_scratchpad(t, "n");
-    fe_val start[FE_ENCODER_MAX_SLOTS + 1];
-    start[0] = fe_const(0);
-    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, start_word[s]);
-    start[S] = n;
+    fe_h lengths = fe_input(t, "lengths");
+    fe_setting bidirectional = {"causal", 0};
 
     fe_h ids = fe_bound(t, fe_input(t, "ids"), 0, n), pos = fe_bound(t, fe_input(t, "positions"), 0, n);
     fe_h x = fe_block_apply(t, "ElementwiseAdd", fe_take(t, fe_weight(t, "word"), ids),
@@ -64,13 +63,9 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
         fe_h q = fe_reshape(t, fe_block_linear(t, mm, x, W("wq"), W("bq"), FE_NO_TENSOR), 3, heads);
         fe_h k = fe_reshape(t, fe_block_linear(t, mm, x, W("wk"), W("bk"), FE_NO_TENSOR), 3, heads);
         fe_h v = fe_reshape(t, fe_block_linear(t, mm, x, W("wv"), W("bv"), FE_NO_TENSOR), 3, heads);
-        for (int64_t s = 0; s < S; s++) { /* each sentence over its own rows */
-            fe_val len = fe_val_sum(t, start[s + 1], fe_val_mul(start[s], -1));
-            fe_block_attend_all(t, fe_window(t, att, 0, start[s], T, len),
-                                fe_window(t, q, 0, start[s], T, len),
-                                fe_window(t, k, 0, start[s], T, len),
-                                fe_window(t, v, 0, start[s], T, len));
-        }
+        fe_h qkv[4] = {fe_bound(t, q, 0, n), fe_bound(t, k, 0, n), fe_bound(t, v, 0, n), lengths};
+        fe_apply_into(t, fe_bound(t, att, 0, n), "SegmentedMHA", qkv, 4, &bidirectional, 1,
+                      NULL, 0); /* each sentence over its own rows */
         fe_h a = fe_reshape(t, fe_bound(t, att, 0, n), 2, flat);
         x = fe_block_linear(t, mm, a, W("wo"), W("bo"), x);
         x = fe_block_layernorm(t, x, W("ln1_w"), W("ln1_b"), c->ln_eps);
@@ -104,6 +99,14 @@ static fe_status round_matrices(fe_encoder *e, fe_error *err) {
             p += n;
         }
     return FE_OK;
+}
+
+/* the graph's inputs: ids and positions (rows), lengths (slots) */
+static void inputs_of(fe_encoder *e, fe_named_tensor in[3]) {
+    const int64_t slots = e->o.slots;
+    in[0] = (fe_named_tensor){"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
+    in[1] = (fe_named_tensor){"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)};
+    in[2] = (fe_named_tensor){"lengths", fe_tensor_contiguous(e->lengths, FE_DTYPE_I32, 1, &slots)};
 }
 
 static fe_status set_weights(fe_encoder *e) {
@@ -153,7 +156,8 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
     e->pos_type = fe_aligned_alloc(64, (size_t)(opt.max_tokens * H) * sizeof(float));
     e->ids = fe_calloc((size_t)e->rows, sizeof *e->ids);
     e->positions = fe_calloc((size_t)e->rows, sizeof *e->positions);
-    fe_status st = e->pos_type && e->ids && e->positions ? FE_OK
+    e->lengths = fe_calloc((size_t)opt.slots, sizeof *e->lengths);
+    fe_status st = e->pos_type && e->ids && e->positions && e->lengths ? FE_OK
                    : fe_error_set(err, FE_E_NOMEM, "encoder: out of memory");
     for (int64_t p = 0; st == FE_OK && p < opt.max_tokens; p++)
         for (int64_t i = 0; i < H; i++)
@@ -166,9 +170,9 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
         fe_compile_options co = fe_compile_options_default();
         co.packaging = opt.packaging;
         co.verbose = opt.verbose;
-        fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
-                                 {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
-        st = fe_graph_compile(e->g, in, 2, &co);
+        fe_named_tensor in[3];
+        inputs_of(e, in);
+        st = fe_graph_compile(e->g, in, 3, &co);
         if (st != FE_OK) fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     }
     if (st != FE_OK) {
@@ -188,6 +192,7 @@ void fe_encoder_destroy(fe_encoder *e) {
     fe_free(e->mats);
     fe_free(e->ids);
     fe_free(e->positions);
+    fe_free(e->lengths);
     fe_free(e);
 }
 
@@ -227,11 +232,12 @@ fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int
     fe_status st = fe_encoder_pack(ids, lens, n_seqs, e->o.slots, e->o.max_tokens, e->w->cfg.vocab,
                                    e->ids, e->positions, words, &e->err);
     if (st != FE_OK) return st;
-    fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
-                             {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
+    for (int s = 0; s < e->o.slots; s++) e->lengths[s] = s < n_seqs ? (int32_t)lens[s] : 0;
+    fe_named_tensor in[3];
+    inputs_of(e, in);
     fe_tensor outs[1];
-    int n_out = 0;
-    st = fe_graph_call(e->g, in, 2, words, e->o.slots, outs, 1, &n_out);
+    int n_out = 0; /* the graph's one word is "n", the last of the packed words */
+    st = fe_graph_call(e->g, in, 3, &words[e->o.slots - 1], 1, outs, 1, &n_out);
     if (st != FE_OK) return fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     *hidden = outs[0].data;
     return FE_OK;
