@@ -119,6 +119,11 @@ typedef struct fe_spm_spec {
                                    highest score sum) instead of BPE over the scores */
     int32_t unk_id;             /* Unigram: the unknown token; -1: none (then a character no
                                    piece covers is dropped) */
+    bool sp_normalize;          /* SentencePiece's normaliser (spm_normalize.h) on each
+                                   stretch: the charsmap below and the whitespace rule */
+    const void *charsmap;       /* the precompiled charsmap blob (borrowed), NULL: none */
+    size_t charsmap_len;
+    bool remove_extra_whitespaces; /* sp_normalize: drop leading/trailing spaces, squeeze runs */
 } fe_spm_spec;
 
 /* Defaults: no tokens, no BOS/EOS, add_bos and add_space_prefix true (llama.cpp's), BPE. */

@@ -17,6 +17,7 @@
 #include "lm/tokenizer/bpe.h"
 #include "lm/tokenizer/pretokenize.h"
 #include "lm/tokenizer/spm.h"
+#include "lm/tokenizer/spm_normalize.h"
 #include "lm/tokenizer/unigram.h"
 #include "lm/tokenizer/tokenizer.h"
 
@@ -53,6 +54,10 @@ struct fe_tokenizer {
     bool unigram;          /* spm: Unigram (unigram.h) rather than BPE over the scores */
     int32_t unk_id;        /* unigram: the unknown token (-1: none, such characters dropped) */
     double unk_score;      /* unigram: its score, the lowest normal piece's minus 10 */
+    bool byte_fallback;    /* unigram: the vocabulary has BYTE tokens; what no piece covers
+                              is spelled in them (SentencePiece's byte_fallback), not unk */
+    bool sp_normalize;     /* spm: each stretch goes through spm_norm first */
+    fe_spm_normalizer spm_norm;
     int32_t spm_byte[256]; /* spm: the token of each byte, -1 when none */
     char *text_blob;       /* spm: what each token decodes to ("▁" as a space, <0xXX> as the */
     size_t *text_off;      /* byte), text_blob + text_off[id], text_len[id] bytes */
