@@ -1,7 +1,8 @@
 /* tests/test_segmented_mha.c: SegmentedMHA against MHA. One segmented step over packed
  * sentences gives, bit for bit, what one MHA step per sentence gives (the same items run);
- * the rows value cuts the segments and leaves later rows untouched; a negative length is
- * refused naming the segment before any work. The catalog compares it with its reference. */
+ * the rows value cuts the segments and leaves later rows untouched; a negative length, heads
+ * that are not adjacent in a row, and k and v rows of different strides are refused, naming
+ * the rule, before any work. The catalog compares it with its reference. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,11 +140,42 @@ static void a_negative_length_is_refused_naming_the_segment(void **st) {
     free(p);
 }
 
+static void views_the_kernel_cannot_walk_are_refused(void **st) {
+    (void)st;
+    fe_device *dev = device();
+    packed *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    p->lengths[0] = 8;
+    fe_tensor ops[5];
+    fe_kernel *k = segmented(dev, p, ops);
+    int64_t rows = 8;
+    fe_tensor bad[5];
+    memcpy(bad, ops, sizeof bad);
+    bad[0].stride[1] = 2 * D; /* q's heads 2 D apart */
+    bad[0].shape[0] = R / 2;
+    assert_int_equal(fe_kernel_run(k, bad, 5, &rows, 1), FE_E_SHAPE); /* the shape is checked first */
+    bad[0].shape[0] = R;
+    bad[0].stride[0] = 2 * HQ * D;
+    bad[0].stride[1] = 2 * D;
+    rows = 4; /* the first 4 rows of such a view still lie in the buffer */
+    p->lengths[0] = 4;
+    assert_int_equal(fe_kernel_run(k, bad, 5, &rows, 1), FE_E_BOUNDS);
+    assert_non_null(strstr(fe_kernel_message(k), "each row must hold its heads one after another"));
+    memcpy(bad, ops, sizeof bad);
+    bad[1].stride[0] = 2 * HKV * D; /* k rows twice as far apart as v rows */
+    assert_int_equal(fe_kernel_run(k, bad, 5, &rows, 1), FE_E_BOUNDS);
+    assert_non_null(strstr(fe_kernel_message(k), "the same row stride"));
+    fe_kernel_destroy(k);
+    fe_device_destroy(dev);
+    free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_step_equals_an_mha_step_per_sentence),
         cmocka_unit_test(rows_cut_the_segments_and_later_rows_stay_untouched),
         cmocka_unit_test(a_negative_length_is_refused_naming_the_segment),
+        cmocka_unit_test(views_the_kernel_cannot_walk_are_refused),
     };
     return cmocka_run_group_tests_name("segmented_mha", tests, NULL, NULL);
 }

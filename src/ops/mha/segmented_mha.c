@@ -4,7 +4,8 @@
  * counted from the segment's start (causal, sliding window and grouped-query heads as MHA,
  * mha.h). One step serves every sentence of a call, where MHA needs one step per sentence.
  * The per-call value rows bounds the work: segments are cut at it, and rows past the last
- * segment are untouched. The declaration, its double-precision reference, cost, checks and
+ * segment are untouched. q, k and v may be strided views whose rows lie further apart than
+ * their heads (columns of one fused q|k|v projection); each row's heads stay adjacent. The declaration, its double-precision reference, cost, checks and
  * test cases; the kernel is MHA's item loop (kernels.inc) run per segment. */
 #include <math.h>
 #include <stdio.h>
@@ -37,9 +38,9 @@ static const fe_tunable_decl tunables[] = {
 /* Tests and the tuner draw lengths in [0, 40]: empty, single-row and uneven segments, some
  * past the B_kv = 32 block; cases narrow the range (fe_case.int_lo/int_hi). */
 static const fe_operand_decl operands[] = {
-    {"q", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
-    {"k", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
-    {"v", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
+    {"q", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3, .strided = true},
+    {"k", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3, .strided = true},
+    {"v", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3, .strided = true},
     {"lengths", FE_IN, FE_DT(FE_DTYPE_I32), 1, 1, .draw_lo = 0, .draw_hi = 40},
     {"out", FE_OUT, FE_DT(FE_DTYPE_F32), 3, 3},
 };
@@ -74,9 +75,29 @@ static fe_status infer(fe_op_ctx *c) {
     return FE_OK;
 }
 
-/* A negative length would put later segments before earlier ones. */
+/* A negative length would put later segments before earlier ones. The kernel walks a row's
+ * heads D floats apart and k's and v's rows alike. */
 static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t why_n) {
     (void)d;
+    static const char *const names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        const fe_tensor *t = &a->t[i];
+        if (t->stride[2] != 1 || t->stride[1] != t->shape[2] ||
+            t->stride[0] < t->shape[1] * t->shape[2]) {
+            snprintf(why, why_n, "%s has strides (%lld, %lld, %lld) for shape (%lld, %lld, %lld): "
+                     "each row must hold its heads one after another, strides (>= %lld, %lld, 1); "
+                     "copy it first", names[i], (long long)t->stride[0], (long long)t->stride[1],
+                     (long long)t->stride[2], (long long)t->shape[0], (long long)t->shape[1],
+                     (long long)t->shape[2], (long long)(t->shape[1] * t->shape[2]),
+                     (long long)t->shape[2]);
+            return FE_E_BOUNDS;
+        }
+    }
+    if (a->t[1].stride[0] != a->t[2].stride[0]) {
+        snprintf(why, why_n, "k rows are %lld floats apart and v rows %lld: give k and v the same "
+                 "row stride", (long long)a->t[1].stride[0], (long long)a->t[2].stride[0]);
+        return FE_E_BOUNDS;
+    }
     const int32_t *len = a->t[3].data;
     for (int64_t s = 0; s < a->t[3].shape[0]; s++)
         if (len[s] < 0) {
@@ -100,6 +121,7 @@ static void reference(const fe_args *a, const fe_design *d) {
     float *out = a->t[4].data;
     const int64_t Hq = a->t[0].shape[1], Hkv = a->t[1].shape[1], D = a->ext[SMHA_D];
     const int64_t rows = a->v[SMHA_V_ROWS], n_seg = a->t[3].shape[0];
+    const int64_t qs = a->t[0].stride[0], ks = a->t[1].stride[0], vs = a->t[2].stride[0];
     const int64_t w = (int64_t)d->params[MHA_P_WINDOW];
     const bool causal = d->params[MHA_P_CAUSAL] != 0;
     const double scale = fe_mha_scale(d, D);
@@ -112,7 +134,7 @@ static void reference(const fe_args *a, const fe_design *d) {
         for (int64_t i = start; i < end; i++) {
             const int64_t p = i - start;
             for (int64_t h = 0; h < Hq; h++) {
-                const float *qv = q + (i * Hq + h) * D;
+                const float *qv = q + i * qs + h * D;
                 const int64_t hk = h / (Hq / Hkv);
                 double mx = -INFINITY, sum = 0;
                 for (int64_t j = start; j < end; j++) {
@@ -122,7 +144,7 @@ static void reference(const fe_args *a, const fe_design *d) {
                     sc[j - start] = -INFINITY;
                     if (!in) continue;
                     double dot = 0;
-                    for (int64_t c = 0; c < D; c++) dot += (double)qv[c] * k[(j * Hkv + hk) * D + c];
+                    for (int64_t c = 0; c < D; c++) dot += (double)qv[c] * k[j * ks + hk * D + c];
                     sc[j - start] = scale * dot;
                     mx = fmax(mx, sc[j - start]);
                 }
@@ -131,7 +153,7 @@ static void reference(const fe_args *a, const fe_design *d) {
                     if (sc[j - start] == -INFINITY) continue;
                     double e = exp(sc[j - start] - mx);
                     sum += e;
-                    for (int64_t c = 0; c < D; c++) acc[c] += e * v[(j * Hkv + hk) * D + c];
+                    for (int64_t c = 0; c < D; c++) acc[c] += e * v[j * vs + hk * D + c];
                 }
                 for (int64_t c = 0; c < D; c++)
                     out[(i * Hq + h) * D + c] = sum > 0 ? (float)(acc[c] / sum) : 0.0f;
@@ -180,18 +202,23 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
 }
 
 /* Test shapes: dims = {R, segments, SMHA_HEADS(Hq, Hkv), D}; D last, so the catalog's tile
- * edges vary the head_dim. */
+ * edges vary the head_dim. SMHA_FUSED added to the heads: q, k and v rows lie (Hq + 2 Hkv) D
+ * floats apart, as views into one fused q|k|v projection are. */
 #define SMHA_HEADS(hq, hkv) ((hq) * 1000 + (hkv))
+#define SMHA_FUSED 1000000
 
 static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
     (void)p;
-    int64_t hq = c->dims[2] / 1000, hkv = c->dims[2] % 1000;
+    const bool fused = c->dims[2] >= SMHA_FUSED;
+    int64_t hq = c->dims[2] % SMHA_FUSED / 1000, hkv = c->dims[2] % 1000;
     int64_t qs[3] = {c->dims[0], hq, c->dims[3]}, ks[3] = {c->dims[0], hkv, c->dims[3]};
     out[0] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, qs);
     out[1] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, ks);
     out[2] = out[1];
+    if (fused)
+        for (int i = 0; i < 3; i++) out[i].stride[0] = (hq + 2 * hkv) * c->dims[3];
     out[3] = fe_tensor_contiguous(NULL, FE_DTYPE_I32, 1, &c->dims[1]);
-    out[4] = out[0];
+    out[4] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, qs);
 }
 
 FE_KERNELS(segmented_mha, 4, 32, 64);
@@ -209,8 +236,10 @@ static const fe_case cases[] = {
     {CASE("causal", 64, 4, 4, 2, 64), .params = {{"causal", 1}}, .n_params = 1},
     {CASE("window", 96, 3, 4, 1, 32), .params = {{"window", 5}}, .n_params = 1,
      .int_lo = 20, .int_hi = 40},
-    /* all-MiniLM-L6-v2: 12 heads of 32, a batch of 8 sentences of up to 40 tokens */
-    {CASE("minilm", 256, 8, 12, 12, 32), .int_lo = 8, .int_hi = 40},
+    /* all-MiniLM-L6-v2: 12 heads of 32, a batch of 8 sentences of up to 40 tokens, q, k and v
+     * columns of the fused projection */
+    {CASE("minilm", 256, 8, SMHA_FUSED / 1000 + 12, 12, 32), .int_lo = 8, .int_hi = 40},
+    {CASE("fused_gqa", 60, 4, SMHA_FUSED / 1000 + 4, 2, 48)},
 };
 
 FE_OP_DEFINE(segmented_mha) {
