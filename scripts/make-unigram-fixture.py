@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""scripts/make-unigram-fixture.py: writes tests/fixtures/unigram_tiny.gguf and
-tests/fixtures/unigram_tiny.json, the reference test_unigram_gguf checks ferrum's SentencePiece
-Unigram loader (tokenizer.ggml.model "t5") and the SentencePiece normaliser against.
+"""scripts/make-unigram-fixture.py: writes tests/fixtures/unigram_tiny.gguf,
+tests/fixtures/unigram_tiny_tokenizer.json and tests/fixtures/unigram_tiny.json, the reference
+test_unigram_gguf checks ferrum's SentencePiece Unigram loaders (GGUF tokenizer.ggml.model "t5",
+and tokenizer.json's Unigram model) and the SentencePiece normaliser against.
 
 It trains a small Unigram model with the `sentencepiece` package (PyPI) on the text below, with
 byte fallback and SentencePiece's default normalisation rule, nmt_nfkc (a precompiled charsmap:
@@ -9,8 +10,12 @@ NFKC plus NMT's whitespace and control-character rules), writes its vocabulary a
 converter writes a T5 vocabulary into GGUF (with the `gguf` package from PyPI: tokens, scores,
 token types, unknown/BOS/EOS ids, add_space_prefix, remove_extra_whitespaces and the
 precompiled charsmap) and, for each test text, the ids sentencepiece gives
-(`encode(text)`, no BOS/EOS).
-    python3 -m venv /tmp/venv-spm && /tmp/venv-spm/bin/pip install sentencepiece protobuf gguf
+(`encode(text)`, no BOS/EOS). The tokenizer.json is the pipeline the `tokenizers` package
+(PyPI) builds from a SentencePiece Unigram model (its SentencePieceUnigramTokenizer.from_spm:
+Precompiled charsmap, spaces runs replaced by one, Metaspace "always"), with `tokenizers`' ids
+for the same texts ("hf_ids"; they differ from sentencepiece's where the pipelines do, e.g. a
+trailing space).
+    python3 -m venv /tmp/venv-spm && /tmp/venv-spm/bin/pip install sentencepiece protobuf gguf tokenizers
     /tmp/venv-spm/bin/python scripts/make-unigram-fixture.py [OUT_DIR]
 Training is deterministic for one sentencepiece version (the JSON records it); the committed
 files are the reference, this script says how they were made.
@@ -93,9 +98,23 @@ def main():
     w.write_tensors_to_file()
     w.close()
 
-    ref = {"sentencepiece": spm.__version__, "normalization_rule_name": "nmt_nfkc",
+    import tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import Unigram
+    hf = Tokenizer(Unigram([(p.piece, p.score) for p in proto.pieces], proto.trainer_spec.unk_id,
+                           proto.trainer_spec.byte_fallback))
+    hf.normalizer = normalizers.Sequence([
+        normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap),
+        normalizers.Replace(Regex(" {2,}"), " ")])
+    hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    hf.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+    hf.save(os.path.join(out_dir, "unigram_tiny_tokenizer.json"))
+
+    ref = {"sentencepiece": spm.__version__, "tokenizers": tokenizers.__version__,
+           "normalization_rule_name": "nmt_nfkc",
            "texts": [{"text": t, "ids": sp.encode(t), "pieces": sp.encode(t, out_type=str),
-                      "normalized": sp.normalize(t)} for t in TEXTS]}
+                      "normalized": sp.normalize(t),
+                      "hf_ids": hf.encode(t, add_special_tokens=False).ids} for t in TEXTS]}
     with open(os.path.join(out_dir, "unigram_tiny.json"), "w", encoding="utf-8") as f:
         head = {k: v for k, v in ref.items() if k != "texts"}
         f.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "texts": [\n')

@@ -3,7 +3,9 @@
  * and the nmt_nfkc rule (scripts/make-unigram-fixture.py, tests/fixtures/unigram_tiny.*) gives
  * sentencepiece's ids for every fixture text (NFKC folding, whitespace squeezing, byte
  * fallback, empty and all-space texts), and its normaliser gives sentencepiece's normalised
- * text. Malformed charsmaps and metadata are refused with messages naming the rule. */
+ * text. The same model as tokenizer.json (Unigram, as the `tokenizers` package writes it)
+ * gives `tokenizers`' ids, which differ from sentencepiece's on trailing spaces. Malformed
+ * charsmaps, metadata and tokenizer.json steps are refused with messages naming the rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,17 +27,15 @@ static json_t *reference(void) {
     return ref;
 }
 
-static void ids_are_sentencepieces(void **st) {
-    (void)st;
-    fe_tokenizer *t = tokfix_from_gguf(tokfix_path("unigram_tiny.gguf"), NULL);
-    json_t *ref = reference();
+/* each fixture text encodes to its `key` ids; returns how many of those are byte tokens */
+static size_t expect_fixture(const fe_tokenizer *t, json_t *ref, const char *key) {
     json_t *texts = json_object_get(ref, "texts");
     assert_true(json_array_size(texts) >= 12);
     size_t i, fallback = 0;
     json_t *c;
     json_array_foreach(texts, i, c) {
         const char *text = json_string_value(json_object_get(c, "text"));
-        json_t *ids = json_object_get(c, "ids");
+        json_t *ids = json_object_get(c, key);
         int32_t want[256];
         size_t n = json_array_size(ids);
         assert_true(n < 256);
@@ -45,7 +45,70 @@ static void ids_are_sentencepieces(void **st) {
         }
         tokfix_expect_ids(t, text, strlen(text), false, want, n, text);
     }
-    assert_true(fallback >= 10); /* the fixture does exercise byte fallback */
+    return fallback;
+}
+
+static void tokenizer_json_ids_are_hugging_faces(void **st) {
+    (void)st;
+    fe_tokenizer *t = NULL;
+    fe_error err;
+    if (fe_tokenizer_load_json(tokfix_path("unigram_tiny_tokenizer.json"), &t, &err) != FE_OK)
+        fail_msg("%s", err.message);
+    json_t *ref = reference();
+    assert_true(expect_fixture(t, ref, "hf_ids") >= 10);
+    size_t i, differ = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(ref, "texts"), i, c)
+        differ += !json_equal(json_object_get(c, "ids"), json_object_get(c, "hf_ids"));
+    assert_true(differ >= 1); /* the two pipelines do differ, and each is matched */
+    json_decref(ref);
+    fe_tokenizer_destroy(t);
+}
+
+/* the fixture's tokenizer.json with its text `from` replaced by `to` */
+static fe_status json_patched(const char *from, const char *to, char *msg, size_t msg_n) {
+    size_t n;
+    char *text = tokfix_read_file(tokfix_path("unigram_tiny_tokenizer.json"), &n);
+    char *at = strstr(text, from);
+    assert_non_null(at);
+    size_t fl = strlen(from), tl = strlen(to);
+    char *out = malloc(n - fl + tl + 1);
+    memcpy(out, text, (size_t)(at - text));
+    memcpy(out + (at - text), to, tl);
+    memcpy(out + (at - text) + tl, at + fl, n - (size_t)(at - text) - fl + 1);
+    fe_tokenizer *t = NULL;
+    fe_error err = {0};
+    fe_status s = fe_tokenizer_from_json(out, strlen(out), "patched.json", &t, &err);
+    snprintf(msg, msg_n, "%s", err.message);
+    fe_tokenizer_destroy(t);
+    free(out);
+    free(text);
+    return s;
+}
+
+static void tokenizer_json_steps_ferrum_does_not_apply_are_refused(void **st) {
+    (void)st;
+    char msg[512];
+    assert_int_equal(json_patched("\"prepend_scheme\": \"always\"", "\"prepend_scheme\": \"first\"",
+                                  msg, sizeof msg), FE_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "prepend_scheme \"first\""));
+    assert_int_equal(json_patched("\"type\": \"Precompiled\"", "\"type\": \"NFKD\"", msg, sizeof msg),
+                     FE_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "normalizer \"NFKD\""));
+    assert_int_equal(json_patched("\"precompiled_charsmap\": \"", "\"precompiled_charsmap\": \"!", msg,
+                                  sizeof msg), FE_E_FORMAT);
+    assert_non_null(strstr(msg, "base64"));
+    assert_int_equal(json_patched("\"unk_id\": 0", "\"unk_id\": 4000", msg, sizeof msg), FE_E_FORMAT);
+    assert_non_null(strstr(msg, "unk_id"));
+    assert_int_equal(json_patched("\"<unk>\",\n        0.0", "\"<unk>\"", msg, sizeof msg), FE_E_FORMAT);
+    assert_non_null(strstr(msg, "model.vocab[0] is not a [piece, score] pair"));
+}
+
+static void ids_are_sentencepieces(void **st) {
+    (void)st;
+    fe_tokenizer *t = tokfix_from_gguf(tokfix_path("unigram_tiny.gguf"), NULL);
+    json_t *ref = reference();
+    assert_true(expect_fixture(t, ref, "ids") >= 10); /* the fixture does exercise byte fallback */
     json_decref(ref);
     fe_tokenizer_destroy(t);
 }
@@ -168,6 +231,8 @@ int main(void) {
         cmocka_unit_test(the_normaliser_gives_sentencepieces_text),
         cmocka_unit_test(malformed_charsmaps_are_refused_by_rule),
         cmocka_unit_test(malformed_metadata_is_refused_by_rule),
+        cmocka_unit_test(tokenizer_json_ids_are_hugging_faces),
+        cmocka_unit_test(tokenizer_json_steps_ferrum_does_not_apply_are_refused),
     };
     return cmocka_run_group_tests_name("unigram_gguf", tests, NULL, NULL);
 }

@@ -172,6 +172,12 @@ fe_status fe_spm_normalize(const fe_spm_normalizer *nz, const char *text, size_t
     }
     if (squeeze)
         while (o.n > 0 && o.p[o.n - 1] == ' ') o.n--;
+    if (ok && nz->collapse_spaces) {
+        size_t k = 0;
+        for (size_t j = 0; j < o.n; j++)
+            if (!(o.p[j] == ' ' && k > 0 && o.p[k - 1] == ' ')) o.p[k++] = o.p[j];
+        o.n = k;
+    }
     if (!ok) {
         fe_free(o.p);
         return fe_error_set(err, FE_E_NOMEM, "tokenizer: out of memory while normalising");

@@ -9,7 +9,8 @@
  * replaced by its string; where none matches one UTF-8 character is copied (a byte that does
  * not start a valid character becomes U+FFFD). With remove_extra_whitespaces, spaces at the
  * start and end of the result are dropped and runs of them kept as one, judged on the
- * replaced text as SentencePiece does. Spaces stay ' ' here; the Unigram encoder escapes them
+ * replaced text as SentencePiece does; with collapse_spaces (set after init) runs of spaces in
+ * the result become one and none is dropped. Spaces stay ' ' here; the Unigram encoder escapes them
  * to "▁" and adds the dummy prefix. The rules are data: nothing here knows Unicode. */
 #ifndef FE_LM_SPM_NORMALIZE_H
 #define FE_LM_SPM_NORMALIZE_H
@@ -26,6 +27,8 @@ typedef struct fe_spm_normalizer {
     char *strings;     /* the replacement strings, the last byte a NUL */
     size_t strings_len;
     bool remove_extra_whitespaces;
+    bool collapse_spaces; /* runs of spaces in the result become one, none removed (Hugging
+                             Face's Replace " {2,}" -> " " after Precompiled) */
 } fe_spm_normalizer;
 
 /* Reads a charsmap blob[0..n) (copied; n == 0: no charsmap) into nz. FE_E_FORMAT naming the

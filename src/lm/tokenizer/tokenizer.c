@@ -120,6 +120,7 @@ static fe_status stretch(enc *e, const char *s, size_t n) {
             if (st != FE_OK) return st;
             s = normal;
         }
+        if (n && s[0] == ' ' && e->t->prefix_unless_space) prefix = false;
         fe_status st = FE_OK;
         if (n)
             st = e->t->unigram ? fe_unigram_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err)

@@ -53,7 +53,9 @@ fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, f
         t->sp_normalize = true;
         st = fe_spm_normalizer_init(&t->spm_norm, spec->charsmap, spec->charsmap ? spec->charsmap_len : 0,
                                     spec->remove_extra_whitespaces, what, err);
+        t->spm_norm.collapse_spaces = spec->collapse_spaces;
     }
+    t->prefix_unless_space = spec->prefix_unless_space;
     if (st == FE_OK && spec->unigram) {
         t->unigram = true;
         for (int i = 0; i < spec->n_tokens; i++) t->byte_fallback |= t->type[i] == FE_TOKEN_BYTE;
