@@ -11,8 +11,9 @@
  * Lifetimes: the weights are borrowed and must outlive the encoder; hidden states handed out
  * live until the next call. One call at a time.
  *
- * Known limits: one sentence per slot, token type 0 (no sentence pairs); at most 32 slots (the
- * packing's per-call words, which the Gemma 3 encoder still needs). */
+ * Known limits: one sentence per slot, token type 0 (no sentence pairs); at most 32 slots
+ * (FE_ENCODER_MAX_SLOTS, the packing's words; both encoders' graphs now read only "n" and the
+ * lengths input, so the limit could grow). */
 #ifndef FE_LM_ENCODER_H
 #define FE_LM_ENCODER_H
 
