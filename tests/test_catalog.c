@@ -69,8 +69,9 @@ static void check_once(fe_device *dev, const fe_op *op, const fe_case *c, const 
             /* integers (ids, indices) honour a range their operand declares; otherwise
              * they are random bytes */
             if (!fe_dtype_info(desc[i].dtype)->is_float && od->draw_lo < od->draw_hi)
-                test_buf_draw_ints(&in[i], desc[i].dtype, (int64_t)od->draw_lo,
-                                   (int64_t)od->draw_hi, &rng);
+                test_buf_draw_ints(&in[i], desc[i].dtype,
+                                   c->int_hi > 0 ? c->int_lo : (int64_t)od->draw_lo,
+                                   c->int_hi > 0 ? c->int_hi : (int64_t)od->draw_hi, &rng);
             else
                 test_buf_draw(&in[i], desc[i].dtype, lo, hi, &rng);
             run_got[i].data = run_ref[i].data = in[i].mem;

@@ -156,6 +156,8 @@ typedef struct fe_case {
     fe_setting tunables[FE_MAX_TUNABLES];
     int n_tunables;
     double lo, hi;  /* inputs drawn uniform in [lo, hi]; both 0 means [-3, 3] */
+    int64_t int_lo, int_hi; /* when int_hi > 0: integer inputs with a declared draw range are
+                             * drawn in [int_lo, int_hi] instead (segment lengths of 1) */
     unsigned absent; /* bit i: optional operand i is left out (operands_for gives rank 0) */
     bool extensive; /* only in make test-extensive */
     bool bench;     /* a shape the benchmarks run */

@@ -147,6 +147,9 @@ const char *fe_gguf_array_str(const fe_gguf_kv *kv, size_t i, size_t *len);
  * value does not fit in i32. No message: these are called once per token. */
 fe_status fe_gguf_array_i32(const fe_gguf_kv *kv, size_t i, int32_t *out);
 fe_status fe_gguf_array_f32(const fe_gguf_kv *kv, size_t i, float *out);
+/* The elements of a u8 or i8 array as bytes (a blob such as a precompiled charsmap): a
+ * pointer into the mapping and *n its length; NULL (*n 0) for any other kv. */
+const unsigned char *fe_gguf_array_bytes(const fe_gguf_kv *kv, size_t *n);
 
 /* ---- tensors ---- */
 

@@ -202,6 +202,14 @@ fe_status fe_gguf_array_i32(const fe_gguf_kv *kv, size_t i, int32_t *out) {
     return FE_OK;
 }
 
+const unsigned char *fe_gguf_array_bytes(const fe_gguf_kv *kv, size_t *n) {
+    *n = 0;
+    if (!kv || kv->type != FE_GGUF_ARRAY || (kv->elem != FE_GGUF_U8 && kv->elem != FE_GGUF_I8))
+        return NULL;
+    *n = kv->count;
+    return kv->val;
+}
+
 fe_status fe_gguf_array_f32(const fe_gguf_kv *kv, size_t i, float *out) {
     if (!kv || kv->type != FE_GGUF_ARRAY) return FE_E_DTYPE;
     if (kv->elem != FE_GGUF_F32 && kv->elem != FE_GGUF_F64) return FE_E_DTYPE;

@@ -1,9 +1,10 @@
 /* lm/model/encoder.c: the BERT-family encoder as a graph (see encoder.h). The body reads as the
  * model is defined: embeddings (word + position + token type 0), LayerNorm, then per layer
- * q/k/v projections over the packed rows, each sentence's bidirectional attention in its own
- * window, the output projection with the residual, LayerNorm, the GELU feed-forward with the
- * residual, LayerNorm. Words: "n" (rows in all) and "o1".."o{slots-1}" (where sentence s
- * starts); sentence s has o{s+1} - o{s} rows, o0 = 0 and o{slots} = n. */
+ * the q, k and v projections as one GEMM over the packed rows (wq, wk and wv stacked once at
+ * create: one step, not three), bidirectional attention of every sentence over its own rows in
+ * one SegmentedMHA step reading q, k and v as column views of it, the output projection with the residual, LayerNorm, the
+ * GELU feed-forward with the residual, LayerNorm. Word: "n" (rows in all); input "lengths"
+ * (slots): each slot's sentence length, 0 for an empty slot. */
 #include "lm/model/encoder.h"
 
 #include <math.h>
@@ -20,10 +21,13 @@ struct fe_encoder {
     int64_t rows;       /* slots * max_tokens: the packed rows the graph is compiled for */
     fe_graph *g;
     float *pos_type;    /* (max_tokens, hidden): position embedding + token type 0 */
+    float *qkv;         /* per layer: wq, wk, wv stacked (3 hidden, hidden), then bq, bk, bv */
     uint16_t *bf16;     /* dot_bf16: the layer matrices in bf16, layer after layer */
-    fe_tensor *mats;    /* dot_bf16: (n_layers * 6) views of them, in matrix_names' order */
+    fe_tensor *mats;    /* (n_layers * 4) the matrices the GEMMs read, in matrix_names' order */
+    fe_tensor *biases;  /* (n_layers) the stacked q|k|v biases */
     int32_t *ids;       /* (rows) the packed ids of a call */
     int32_t *positions; /* (rows) each row's position in its sentence */
+    int32_t *lengths;   /* (slots) each slot's sentence length in a call, 0 when empty */
     fe_error err;
 };
 
@@ -45,33 +49,30 @@ static const char *const start_word[FE_ENCODER_MAX_SLOTS] = {
 static fe_status encoder_body(fe_trace *t, const void *model) {
     const fe_encoder *e = model;
     const fe_bert_config *c = &e->w->cfg;
-    const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots;
+    const int64_t R = e->rows;
     const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps,
                               .hand_fused = e->o.body == FE_BODY_HAND_FUSED};
     fe_val n = fe_scratchpad(t, "n");
-    fe_val start[FE_ENCODER_MAX_SLOTS + 1];
-    start[0] = fe_const(0);
-    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, start_word[s]);
-    start[S] = n;
+    fe_h lengths = fe_input(t, "lengths");
+    fe_setting bidirectional = {"causal", 0};
 
     fe_h ids = fe_bound(t, fe_input(t, "ids"), 0, n), pos = fe_bound(t, fe_input(t, "positions"), 0, n);
     fe_h x = fe_block_apply(t, "ElementwiseAdd", fe_take(t, fe_weight(t, "word"), ids),
                             fe_take(t, fe_weight(t, "pos_type"), pos)); /* (R, H), n rows */
     x = fe_block_layernorm(t, x, fe_weight(t, "ln_w"), fe_weight(t, "ln_b"), c->ln_eps);
-    int64_t heads[3] = {R, c->n_heads, c->head_dim}, flat[2] = {R, c->hidden};
+    const int64_t nh = c->n_heads;
+    int64_t heads[3] = {R, nh, c->head_dim}, flat[2] = {R, c->hidden};
+    int64_t heads3[3] = {R, 3 * nh, c->head_dim}; /* q|k|v heads of one row side by side */
     fe_h att = fe_state(t, "attention", FE_DTYPE_F32, 3, heads); /* (R, heads, head_dim) */
 #define W(name) fe_block_layer_weight(t, l, name)
     for (int64_t l = 0; l < c->n_layers; l++) {
-        fe_h q = fe_reshape(t, fe_block_linear(t, mm, x, W("wq"), W("bq"), FE_NO_TENSOR), 3, heads);
-        fe_h k = fe_reshape(t, fe_block_linear(t, mm, x, W("wk"), W("bk"), FE_NO_TENSOR), 3, heads);
-        fe_h v = fe_reshape(t, fe_block_linear(t, mm, x, W("wv"), W("bv"), FE_NO_TENSOR), 3, heads);
-        for (int64_t s = 0; s < S; s++) { /* each sentence over its own rows */
-            fe_val len = fe_val_sum(t, start[s + 1], fe_val_mul(start[s], -1));
-            fe_block_attend_all(t, fe_window(t, att, 0, start[s], T, len),
-                                fe_window(t, q, 0, start[s], T, len),
-                                fe_window(t, k, 0, start[s], T, len),
-                                fe_window(t, v, 0, start[s], T, len));
-        }
+        fe_h p = fe_reshape(t, fe_block_linear(t, mm, x, W("wqkv"), W("bqkv"), FE_NO_TENSOR), 3, heads3);
+        fe_h q = fe_at(t, p, 1, fe_const(0), fe_const(nh)); /* (R, heads, head_dim), rows 3H apart */
+        fe_h k = fe_at(t, p, 1, fe_const(nh), fe_const(nh));
+        fe_h v = fe_at(t, p, 1, fe_const(2 * nh), fe_const(nh));
+        fe_h qkv[4] = {fe_bound(t, q, 0, n), fe_bound(t, k, 0, n), fe_bound(t, v, 0, n), lengths};
+        fe_apply_into(t, fe_bound(t, att, 0, n), "SegmentedMHA", qkv, 4, &bidirectional, 1,
+                      NULL, 0); /* each sentence over its own rows */
         fe_h a = fe_reshape(t, fe_bound(t, att, 0, n), 2, flat);
         x = fe_block_linear(t, mm, a, W("wo"), W("bo"), x);
         x = fe_block_layernorm(t, x, W("ln1_w"), W("ln1_b"), c->ln_eps);
@@ -83,28 +84,57 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
     return fe_trace_status(t);
 }
 
-/* the matrices the GEMMs read, in fe_bert_layer's order (the others are vectors) */
-static const int matrix_fields[6] = {0, 2, 4, 6, 10, 12}; /* wq wk wv wo wi wf */
+/* the graph's layer matrices (the stacked q|k|v, then fe_bert_layer's wo, wi, wf) and vectors */
+static const char *const matrix_names[4] = {"wqkv", "wo", "wi", "wf"};
+static const int vector_fields[7] = {7, 8, 9, 11, 13, 14, 15}; /* bo ln1_w ln1_b bi bf ln2_w ln2_b */
+static const char *const vector_names[7] = {"bo", "ln1_w", "ln1_b", "bi", "bf", "ln2_w", "ln2_b"};
 
-/* dot_bf16: every layer matrix rounded to bf16 once (round to nearest even) */
-static fe_status round_matrices(fe_encoder *e, fe_error *err) {
+/* wq, wk, wv (hidden, hidden) of each layer stacked into one (3 hidden, hidden) matrix and
+ * bq, bk, bv into one (3 hidden) bias; the matrices (f32, or rounded to bf16 once, to nearest
+ * even, for dot_bf16) into mats */
+static fe_status stack_matrices(fe_encoder *e, fe_error *err) {
     const fe_bert_weights *w = e->w;
-    size_t total = 0;
-    for (int i = 0; i < 6; i++) total += (size_t)fe_tensor_numel(&w->layers[0].wq + matrix_fields[i]);
-    total *= (size_t)w->cfg.n_layers;
-    e->bf16 = fe_aligned_alloc(64, total * sizeof *e->bf16);
-    e->mats = fe_calloc((size_t)w->cfg.n_layers * 6, sizeof *e->mats);
-    if (!e->bf16 || !e->mats) return fe_error_set(err, FE_E_NOMEM, "encoder: out of memory for bf16 matrices");
-    uint16_t *p = e->bf16;
-    for (int64_t l = 0; l < w->cfg.n_layers; l++)
-        for (int i = 0; i < 6; i++) {
-            const fe_tensor *t = &w->layers[l].wq + matrix_fields[i];
-            int64_t n = fe_tensor_numel(t);
-            for (int64_t k = 0; k < n; k++) p[k] = fe_f32_to_bf16(((const float *)t->data)[k]);
-            e->mats[l * 6 + i] = fe_tensor_contiguous(p, FE_DTYPE_BF16, 2, t->shape);
-            p += n;
+    const int64_t L = w->cfg.n_layers, H = w->cfg.hidden, per = 3 * H * H + 3 * H;
+    e->qkv = fe_aligned_alloc(64, (size_t)(L * per) * sizeof *e->qkv);
+    e->mats = fe_calloc((size_t)L * 4, sizeof *e->mats);
+    e->biases = fe_calloc((size_t)L, sizeof *e->biases);
+    if (!e->qkv || !e->mats || !e->biases)
+        return fe_error_set(err, FE_E_NOMEM, "encoder: out of memory for the q|k|v matrices");
+    for (int64_t l = 0; l < L; l++) {
+        const fe_bert_layer *ly = &w->layers[l];
+        float *m = e->qkv + l * per, *b = m + 3 * H * H;
+        const fe_tensor *parts[3][2] = {{&ly->wq, &ly->bq}, {&ly->wk, &ly->bk}, {&ly->wv, &ly->bv}};
+        for (int i = 0; i < 3; i++) {
+            memcpy(m + i * H * H, parts[i][0]->data, (size_t)(H * H) * sizeof *m);
+            memcpy(b + i * H, parts[i][1]->data, (size_t)H * sizeof *b);
         }
+        int64_t ms[2] = {3 * H, H}, bs = 3 * H;
+        e->mats[l * 4] = fe_tensor_contiguous(m, FE_DTYPE_F32, 2, ms);
+        e->biases[l] = fe_tensor_contiguous(b, FE_DTYPE_F32, 1, &bs);
+        e->mats[l * 4 + 1] = ly->wo, e->mats[l * 4 + 2] = ly->wi, e->mats[l * 4 + 3] = ly->wf;
+    }
+    if (!e->o.dot_bf16) return FE_OK;
+    size_t total = 0;
+    for (int i = 0; i < 4; i++) total += (size_t)fe_tensor_numel(&e->mats[i]);
+    e->bf16 = fe_aligned_alloc(64, total * (size_t)L * sizeof *e->bf16);
+    if (!e->bf16) return fe_error_set(err, FE_E_NOMEM, "encoder: out of memory for bf16 matrices");
+    uint16_t *p = e->bf16;
+    for (int64_t i = 0; i < L * 4; i++) {
+        fe_tensor *t = &e->mats[i];
+        int64_t n = fe_tensor_numel(t);
+        for (int64_t k = 0; k < n; k++) p[k] = fe_f32_to_bf16(((const float *)t->data)[k]);
+        *t = fe_tensor_contiguous(p, FE_DTYPE_BF16, 2, t->shape);
+        p += n;
+    }
     return FE_OK;
+}
+
+/* the graph's inputs: ids and positions (rows), lengths (slots) */
+static void inputs_of(fe_encoder *e, fe_named_tensor in[3]) {
+    const int64_t slots = e->o.slots;
+    in[0] = (fe_named_tensor){"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
+    in[1] = (fe_named_tensor){"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)};
+    in[2] = (fe_named_tensor){"lengths", fe_tensor_contiguous(e->lengths, FE_DTYPE_I32, 1, &slots)};
 }
 
 static fe_status set_weights(fe_encoder *e) {
@@ -117,15 +147,14 @@ static fe_status set_weights(fe_encoder *e) {
     fe_status st = FE_OK;
     for (size_t i = 0; st == FE_OK && i < sizeof top / sizeof top[0]; i++)
         st = fe_graph_set_weight(e->g, top[i].name, top[i].t);
-    static const char *const names[] = {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "ln1_w",
-                                        "ln1_b", "wi", "bi", "wf", "bf", "ln2_w", "ln2_b"};
     for (int64_t l = 0; st == FE_OK && l < w->cfg.n_layers; l++)
-        for (int i = 0; st == FE_OK && i < 16; i++) {
+        for (int i = 0; st == FE_OK && i < 12; i++) {
             char path[64];
-            snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, names[i]);
-            fe_tensor t = (&w->layers[l].wq)[i];
-            for (int m = 0; e->mats && m < 6; m++)
-                if (matrix_fields[m] == i) t = e->mats[l * 6 + m];
+            const char *name = i < 4 ? matrix_names[i] : i == 4 ? "bqkv" : vector_names[i - 5];
+            snprintf(path, sizeof path, "layers.%lld.%s", (long long)l, name);
+            fe_tensor t = i < 4    ? e->mats[l * 4 + i]
+                          : i == 4 ? e->biases[l]
+                                   : (&w->layers[l].wq)[vector_fields[i - 5]];
             st = fe_graph_set_weight(e->g, path, t);
         }
     return st == FE_OK ? FE_OK : fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
@@ -154,13 +183,14 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
     e->pos_type = fe_aligned_alloc(64, (size_t)(opt.max_tokens * H) * sizeof(float));
     e->ids = fe_calloc((size_t)e->rows, sizeof *e->ids);
     e->positions = fe_calloc((size_t)e->rows, sizeof *e->positions);
-    fe_status st = e->pos_type && e->ids && e->positions ? FE_OK
+    e->lengths = fe_calloc((size_t)opt.slots, sizeof *e->lengths);
+    fe_status st = e->pos_type && e->ids && e->positions && e->lengths ? FE_OK
                    : fe_error_set(err, FE_E_NOMEM, "encoder: out of memory");
     for (int64_t p = 0; st == FE_OK && p < opt.max_tokens; p++)
         for (int64_t i = 0; i < H; i++)
             e->pos_type[p * H + i] = ((const float *)w->position.data)[p * H + i] +
                                      ((const float *)w->type.data)[i];
-    if (st == FE_OK && opt.dot_bf16) st = round_matrices(e, err);
+    if (st == FE_OK) st = stack_matrices(e, err);
     if (st == FE_OK) st = fe_graph_create(dev, "encoder", encoder_body, e, &e->g, err);
     if (st == FE_OK) st = set_weights(e);
     if (st == FE_OK) {
@@ -168,9 +198,9 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
         co.packaging = opt.packaging;
         co.verbose = opt.verbose;
         fe_block_fold_options(opt.body, NULL, NULL, &co);
-        fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
-                                 {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
-        st = fe_graph_compile(e->g, in, 2, &co);
+        fe_named_tensor in[3];
+        inputs_of(e, in);
+        st = fe_graph_compile(e->g, in, 3, &co);
         if (st != FE_OK) fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     }
     if (st != FE_OK) {
@@ -186,10 +216,13 @@ void fe_encoder_destroy(fe_encoder *e) {
     if (!e) return;
     fe_graph_destroy(e->g);
     fe_free(e->pos_type);
+    fe_free(e->qkv);
     fe_free(e->bf16);
     fe_free(e->mats);
+    fe_free(e->biases);
     fe_free(e->ids);
     fe_free(e->positions);
+    fe_free(e->lengths);
     fe_free(e);
 }
 
@@ -229,11 +262,12 @@ fe_status fe_encoder_forward(fe_encoder *e, const int32_t *const *ids, const int
     fe_status st = fe_encoder_pack(ids, lens, n_seqs, e->o.slots, e->o.max_tokens, e->w->cfg.vocab,
                                    e->ids, e->positions, words, &e->err);
     if (st != FE_OK) return st;
-    fe_named_tensor in[2] = {{"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)},
-                             {"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)}};
+    for (int s = 0; s < e->o.slots; s++) e->lengths[s] = s < n_seqs ? (int32_t)lens[s] : 0;
+    fe_named_tensor in[3];
+    inputs_of(e, in);
     fe_tensor outs[1];
-    int n_out = 0;
-    st = fe_graph_call(e->g, in, 2, words, e->o.slots, outs, 1, &n_out);
+    int n_out = 0; /* the graph's one word is "n", the last of the packed words */
+    st = fe_graph_call(e->g, in, 3, &words[e->o.slots - 1], 1, outs, 1, &n_out);
     if (st != FE_OK) return fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     *hidden = outs[0].data;
     return FE_OK;

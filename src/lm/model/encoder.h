@@ -4,17 +4,16 @@
  *
  * The sentences of a call are packed row after row (no padding): the GEMMs, LayerNorms and the
  * GELU run over the first n = sum of lengths rows only (x[:n]), and each sentence attends over
- * its own rows, a window at its per-call offset bounded by its per-call length. A slot with no
- * sentence in a call is an empty step. Pooling (mean, CLS, last), L2 normalisation and
+ * its own rows: one SegmentedMHA step per layer for all sentences, given the call's lengths
+ * (0 for a slot with no sentence). Pooling (mean, CLS, last), L2 normalisation and
  * Matryoshka truncation run on the host over the hidden states of each sentence's rows.
  *
  * Lifetimes: the weights are borrowed and must outlive the encoder; hidden states handed out
  * live until the next call. One call at a time.
  *
- * Known limits: one sentence per slot, token type 0 (no sentence pairs); attention is one MHA
- * step per slot and layer (an operator over all packed sentences at once would save the
- * steps' barriers, which cost most on a loaded machine); at most 32 slots (the graph's 32
- * per-call values). */
+ * Known limits: one sentence per slot, token type 0 (no sentence pairs); at most 32 slots
+ * (FE_ENCODER_MAX_SLOTS, the packing's words; both encoders' graphs now read only "n" and the
+ * lengths input, so the limit could grow). */
 #ifndef FE_LM_ENCODER_H
 #define FE_LM_ENCODER_H
 

@@ -1,10 +1,11 @@
 /* lm/model/gemma3_encoder.c: the EmbeddingGemma encoder graph and its host-side head (see
  * gemma3_encoder.h). The body reads as the model is defined: embedding rows times
  * sqrt(hidden); per layer rmsnorm -> q, k, v projections over the packed rows, q and k normed
- * per head, each sentence's q and k rotated from position 0 with the layer's base and its
- * bidirectional attention over its own rows (local layers within the window); the output
+ * per head, q and k rotated by each row's position in its sentence (the rows of the layer's
+ * cos/sin table gathered by position once a call) and every sentence's bidirectional attention
+ * over its own rows in one SegmentedMHA step (local layers within the window); the output
  * projection normed and added (sandwich), rmsnorm -> GeGLU -> down, normed and added; the
- * final norm. Words: "n" and "o1".."o{slots-1}" as in encoder.c. */
+ * final norm. Word: "n"; inputs ids and positions (rows), lengths (slots) as in encoder.c. */
 #include "lm/model/gemma3_encoder.h"
 
 #include <math.h>
@@ -24,6 +25,8 @@ struct fe_gemma3_encoder {
     float *rope, *rope_local; /* (max_tokens, head_dim) cos/sin tables, global and local base */
     float *embed_scale;       /* (hidden) all sqrt(hidden) */
     int32_t *ids;
+    int32_t *positions; /* (rows) each row's position in its sentence */
+    int32_t *lengths;   /* (slots) each slot's sentence length in a call, 0 when empty */
     fe_error err;
 };
 
@@ -62,17 +65,17 @@ static fe_h sandwich_add(fe_trace *t, const fe_lm_config *c, fe_h x, fe_h y, fe_
 static fe_status body(fe_trace *t, const void *model) {
     const fe_gemma3_encoder *e = model;
     const fe_lm_config *c = &e->m->cfg;
-    const int64_t R = e->rows, T = e->o.max_tokens, S = e->o.slots, hd = c->head_dim;
+    const int64_t R = e->rows, hd = c->head_dim;
     const fe_block_mode mm = {.eps = c->rms_eps, .hand_fused = e->o.body == FE_BODY_HAND_FUSED};
     fe_val n = fe_scratchpad(t, "n");
-    fe_val start[FE_ENCODER_MAX_SLOTS + 1];
-    start[0] = fe_const(0);
-    for (int64_t s = 1; s < S; s++) start[s] = fe_scratchpad(t, fe_encoder_start_word((int)s));
-    start[S] = n;
     fe_h ids = fe_bound(t, fe_input(t, "ids"), 0, n);
+    fe_h positions = fe_bound(t, fe_input(t, "positions"), 0, n);
+    fe_h lengths = fe_input(t, "lengths");
     fe_h x = fe_block_apply(t, "RowwiseMul", fe_take(t, fe_weight(t, "embed"), ids),
                             fe_weight(t, "embed_scale"));
-    fe_h rope = fe_weight(t, "rope"), rope_local = fe_weight(t, "rope_local");
+    /* (R, hd): row r's cos/sin at its position in its sentence, for each base */
+    fe_h rope = fe_take(t, fe_weight(t, "rope"), positions);
+    fe_h rope_local = fe_take(t, fe_weight(t, "rope_local"), positions);
     int64_t qs[3] = {R, c->n_heads, hd}, ks[3] = {R, c->n_kv_heads, hd};
     int64_t vflat[2] = {R, c->n_kv_heads * hd}, aflat[2] = {R, c->n_heads * hd};
     fe_h qr = fe_state(t, "eg.q_rot", FE_DTYPE_F32, 3, qs);
@@ -89,17 +92,13 @@ static fe_status body(fe_trace *t, const void *model) {
         fe_h k = head_normed(t, c, mm, R, n, h, W("wk"), W("k_norm"), c->n_kv_heads, "k");
         fe_block_project(t, mm, fe_bound(t, fe_reshape(t, vs, 2, vflat), 0, n), h, W("wv"));
         fe_setting ap[3] = {{"causal", 0}, {"scale", c->attn_scale}, {"window", (double)e->m->window}};
-        for (int64_t s = 0; s < S; s++) { /* each sentence over its own rows, from position 0 */
-            fe_val len = fe_val_sum(t, start[s + 1], fe_val_mul(start[s], -1));
-            fe_h qin[2] = {fe_window(t, q, 0, start[s], T, len), local ? rope_local : rope};
-            fe_h kin[2] = {fe_window(t, k, 0, start[s], T, len), local ? rope_local : rope};
-            fe_apply_into(t, fe_window(t, qr, 0, start[s], T, len), "RoPE", qin, 2, &form, 1, &at0, 1);
-            fe_apply_into(t, fe_window(t, kr, 0, start[s], T, len), "RoPE", kin, 2, &form, 1, &at0, 1);
-            fe_h in[3] = {fe_window(t, qr, 0, start[s], T, len), fe_window(t, kr, 0, start[s], T, len),
-                          fe_window(t, vs, 0, start[s], T, len)};
-            fe_apply_into(t, fe_window(t, att, 0, start[s], T, len), "MHA", in, 3, ap,
-                          local ? 3 : 2, NULL, 0);
-        }
+        fe_h qin[2] = {fe_bound(t, q, 0, n), local ? rope_local : rope};
+        fe_h kin[2] = {fe_bound(t, k, 0, n), local ? rope_local : rope};
+        fe_apply_into(t, fe_bound(t, qr, 0, n), "RoPE", qin, 2, &form, 1, &at0, 1);
+        fe_apply_into(t, fe_bound(t, kr, 0, n), "RoPE", kin, 2, &form, 1, &at0, 1);
+        fe_h in[4] = {fe_bound(t, qr, 0, n), fe_bound(t, kr, 0, n), fe_bound(t, vs, 0, n), lengths};
+        fe_apply_into(t, fe_bound(t, att, 0, n), "SegmentedMHA", in, 4, ap, local ? 3 : 2, NULL,
+                      0); /* each sentence over its own rows, local layers within the window */
         fe_h a = fe_reshape(t, fe_bound(t, att, 0, n), 2, aflat);
         fe_h o = fe_block_project(t, mm, FE_NO_TENSOR, fe_block_plain(a), W("wo"));
         x = sandwich_add(t, c, x, o, W("post_attn_norm"));
@@ -138,6 +137,14 @@ static fe_status set_weights(fe_gemma3_encoder *e) {
     return st == FE_OK ? FE_OK : fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
 }
 
+/* the graph's inputs: ids and positions (rows), lengths (slots) */
+static void inputs_of(fe_gemma3_encoder *e, fe_named_tensor in[3]) {
+    const int64_t slots = e->o.slots;
+    in[0] = (fe_named_tensor){"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
+    in[1] = (fe_named_tensor){"positions", fe_tensor_contiguous(e->positions, FE_DTYPE_I32, 1, &e->rows)};
+    in[2] = (fe_named_tensor){"lengths", fe_tensor_contiguous(e->lengths, FE_DTYPE_I32, 1, &slots)};
+}
+
 fe_status fe_gemma3_encoder_create(fe_device *dev, const fe_embedgemma *m,
                                    const fe_encoder_options *o, fe_gemma3_encoder **out,
                                    fe_error *err) {
@@ -166,7 +173,9 @@ fe_status fe_gemma3_encoder_create(fe_device *dev, const fe_embedgemma *m,
     e->rope_local = fe_aligned_alloc(64, table);
     e->embed_scale = fe_aligned_alloc(64, (size_t)c->hidden * sizeof(float));
     e->ids = fe_calloc((size_t)e->rows, sizeof *e->ids);
-    fe_status st = e->rope && e->rope_local && e->embed_scale && e->ids
+    e->positions = fe_calloc((size_t)e->rows, sizeof *e->positions);
+    e->lengths = fe_calloc((size_t)opt.slots, sizeof *e->lengths);
+    fe_status st = e->rope && e->rope_local && e->embed_scale && e->ids && e->positions && e->lengths
                        ? FE_OK : fe_error_set(err, FE_E_NOMEM, "encoder: out of memory");
     for (int64_t i = 0; !st && i < c->hidden; i++) e->embed_scale[i] = (float)c->embed_scale;
     if (!st) st = fe_rope_table(e->rope, opt.max_tokens, c->head_dim, c->rope_theta, NULL);
@@ -178,8 +187,9 @@ fe_status fe_gemma3_encoder_create(fe_device *dev, const fe_embedgemma *m,
         co.packaging = opt.packaging;
         co.verbose = opt.verbose;
         fe_block_fold_options(opt.body, NULL, NULL, &co);
-        fe_named_tensor in = {"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
-        st = fe_graph_compile(e->g, &in, 1, &co);
+        fe_named_tensor in[3];
+        inputs_of(e, in);
+        st = fe_graph_compile(e->g, in, 3, &co);
         if (st) fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     }
     if (st) {
@@ -198,6 +208,8 @@ void fe_gemma3_encoder_destroy(fe_gemma3_encoder *e) {
     fe_free(e->rope_local);
     fe_free(e->embed_scale);
     fe_free(e->ids);
+    fe_free(e->positions);
+    fe_free(e->lengths);
     fe_free(e);
 }
 
@@ -206,12 +218,14 @@ fe_status fe_gemma3_encoder_forward(fe_gemma3_encoder *e, const int32_t *const *
     fe_error_clear(&e->err);
     fe_word words[FE_ENCODER_MAX_SLOTS];
     fe_status st = fe_encoder_pack(ids, lens, n_seqs, e->o.slots, e->o.max_tokens, e->m->cfg.vocab,
-                                   e->ids, NULL, words, &e->err);
+                                   e->ids, e->positions, words, &e->err);
     if (st != FE_OK) return st;
-    fe_named_tensor in = {"ids", fe_tensor_contiguous(e->ids, FE_DTYPE_I32, 1, &e->rows)};
+    for (int s = 0; s < e->o.slots; s++) e->lengths[s] = s < n_seqs ? (int32_t)lens[s] : 0;
+    fe_named_tensor in[3];
+    inputs_of(e, in);
     fe_tensor outs[1];
-    int n_out = 0;
-    st = fe_graph_call(e->g, &in, 1, words, e->o.slots, outs, 1, &n_out);
+    int n_out = 0; /* the graph's one word is "n", the last of the packed words */
+    st = fe_graph_call(e->g, in, 3, &words[e->o.slots - 1], 1, outs, 1, &n_out);
     if (st) return fe_error_set(&e->err, st, "%s", fe_graph_message(e->g));
     *hidden = outs[0].data;
     return FE_OK;

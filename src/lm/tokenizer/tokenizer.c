@@ -114,9 +114,19 @@ static fe_status stretch(enc *e, const char *s, size_t n) {
     if (e->t->spm) {
         bool prefix = e->t->add_space_prefix && e->after_added;
         e->after_added = false;
-        if (!n) return FE_OK;
-        return e->t->unigram ? fe_unigram_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err)
-                             : fe_spm_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err);
+        char *normal = NULL;
+        if (n && e->t->sp_normalize) { /* SentencePiece's normaliser first (spm_normalize.h) */
+            fe_status st = fe_spm_normalize(&e->t->spm_norm, s, n, &normal, &n, e->err);
+            if (st != FE_OK) return st;
+            s = normal;
+        }
+        if (n && s[0] == ' ' && e->t->prefix_unless_space) prefix = false;
+        fe_status st = FE_OK;
+        if (n)
+            st = e->t->unigram ? fe_unigram_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err)
+                               : fe_spm_encode(e->t, &e->spm, s, n, prefix, emit_id, e, e->err);
+        fe_free(normal);
+        return st;
     }
     return fe_pretok_split(&e->t->pre, &e->pre, s, n, on_piece, e, e->err);
 }

@@ -119,6 +119,13 @@ typedef struct fe_spm_spec {
                                    highest score sum) instead of BPE over the scores */
     int32_t unk_id;             /* Unigram: the unknown token; -1: none (then a character no
                                    piece covers is dropped) */
+    bool sp_normalize;          /* SentencePiece's normaliser (spm_normalize.h) on each
+                                   stretch: the charsmap below and the whitespace rule */
+    const void *charsmap;       /* the precompiled charsmap blob (borrowed), NULL: none */
+    size_t charsmap_len;
+    bool remove_extra_whitespaces; /* sp_normalize: drop leading/trailing spaces, squeeze runs */
+    bool collapse_spaces;       /* sp_normalize: runs of spaces become one, none dropped */
+    bool prefix_unless_space;   /* no space prefix before a stretch that starts with a space */
 } fe_spm_spec;
 
 /* Defaults: no tokens, no BOS/EOS, add_bos and add_space_prefix true (llama.cpp's), BPE. */
@@ -136,6 +143,7 @@ fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, f
  * model, merges naming unknown tokens, ...), FE_E_UNSUPPORTED (another model type or
  * pipeline step), FE_E_NOMEM. */
 fe_status fe_tokenizer_load_json(const char *path, fe_tokenizer **out, fe_error *err);
+/* (A tokenizer.json whose model is Unigram goes to unigram_json.h's loader.) */
 /* The same from text[0..len); `what` names it in messages. */
 fe_status fe_tokenizer_from_json(const char *text, size_t len, const char *what,
                                  fe_tokenizer **out, fe_error *err);

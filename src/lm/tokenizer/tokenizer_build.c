@@ -255,6 +255,7 @@ void fe_tokenizer_destroy(fe_tokenizer *t) {
     fe_free(t->type);
     fe_free(t->index);
     fe_bpe_merges_deinit(&t->merges);
+    fe_spm_normalizer_deinit(&t->spm_norm);
     fe_free(t->added);
     fe_pretok_deinit(&t->pre);
     fe_free(t->scores);

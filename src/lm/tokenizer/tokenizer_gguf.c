@@ -7,6 +7,10 @@
  * spm.h: Gemma, Llama 2): tokens (raw text with "▁"), scores, token_type (CONTROL and UNKNOWN
  * tokens special, USER_DEFINED ones always matched, as llama.cpp's special-token partition
  * treats them), add_space_prefix (default true, llama.cpp's), bos/eos and add_bos_token.
+ * And model "t5" (SentencePiece Unigram, unigram.h: T5 and other encoders), the same arrays
+ * plus unknown_token_id, remove_extra_whitespaces (default false, llama.cpp's) and
+ * precompiled_charsmap (u8 bytes, spm_normalize.h), run through SentencePiece's normaliser;
+ * BYTE tokens give byte fallback.
  * The strings are borrowed from the mapping only during the call. */
 #include <string.h>
 
@@ -29,8 +33,9 @@ static fe_status opt_id(const fe_gguf *g, const char *key, int32_t n, int32_t *o
     return FE_OK;
 }
 
-/* SentencePiece BPE: pieces, scores and types into fe_tokenizer_create_spm (no merges) */
-static fe_status build_spm(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
+/* SentencePiece BPE or Unigram: pieces, scores and types (and for Unigram the unknown token
+ * and the normaliser) into fe_tokenizer_create_spm (no merges) */
+static fe_status build_spm(const fe_gguf *g, bool unigram, fe_tokenizer **out, fe_error *err) {
     const char *path = fe_gguf_path(g);
     const fe_gguf_kv *tokens = fe_gguf_find(g, "tokenizer.ggml.tokens");
     const fe_gguf_kv *types = fe_gguf_find(g, "tokenizer.ggml.token_type");
@@ -43,13 +48,14 @@ static fe_status build_spm(const fe_gguf *g, fe_tokenizer **out, fe_error *err) 
         return fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.tokens has %zu tokens; a "
                             "vocabulary holds 1 to %d", path, n, FE_TOKENIZER_MAX_VOCAB);
     if (fe_gguf_array_type(scores) != FE_GGUF_F32 || fe_gguf_array_len(scores) != n)
-        return fe_error_set(err, FE_E_FORMAT, "%s: a SentencePiece (\"llama\") tokenizer needs "
+        return fe_error_set(err, FE_E_FORMAT, "%s: a SentencePiece (\"%s\") tokenizer needs "
                             "tokenizer.ggml.scores, one f32 per token (%zu); the file has %s", path,
-                            n, scores ? "another array" : "none");
+                            unigram ? "t5" : "llama", n, scores ? "another array" : "none");
     if (types && fe_gguf_array_len(types) != n)
         return fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.token_type has %zu entries for "
                             "%zu tokens", path, fe_gguf_array_len(types), n);
     fe_spm_spec spec = fe_spm_spec_default();
+    if (unigram) spec.add_bos = false; /* T5-style encoders start without BOS, unless told */
     const char **strs = fe_malloc(n * sizeof *strs);
     size_t *lens = fe_malloc(n * sizeof *lens);
     float *sc = fe_malloc(n * sizeof *sc);
@@ -71,6 +77,19 @@ static fe_status build_spm(const fe_gguf *g, fe_tokenizer **out, fe_error *err) 
         st = fe_gguf_get_bool(kv, &spec.add_bos, err);
     if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.bos_token_id", (int32_t)n, &spec.bos_id, err);
     if (st == FE_OK) st = opt_id(g, "tokenizer.ggml.eos_token_id", (int32_t)n, &spec.eos_id, err);
+    if (st == FE_OK && unigram) {
+        spec.unigram = spec.sp_normalize = true;
+        st = opt_id(g, "tokenizer.ggml.unknown_token_id", (int32_t)n, &spec.unk_id, err);
+        if (st == FE_OK && (kv = fe_gguf_find(g, "tokenizer.ggml.remove_extra_whitespaces")))
+            st = fe_gguf_get_bool(kv, &spec.remove_extra_whitespaces, err);
+        if (st == FE_OK && (kv = fe_gguf_find(g, "tokenizer.ggml.precompiled_charsmap"))) {
+            spec.charsmap = fe_gguf_array_bytes(kv, &spec.charsmap_len);
+            if (!spec.charsmap && fe_gguf_array_len(kv) > 0)
+                st = fe_error_set(err, FE_E_FORMAT, "%s: tokenizer.ggml.precompiled_charsmap is "
+                                  "not an array of bytes (u8 or i8); write the model's "
+                                  "NormalizerSpec.precompiled_charsmap as bytes", path);
+        }
+    }
     if (st == FE_OK) {
         spec.tokens = strs, spec.token_lens = lens, spec.scores = sc, spec.token_types = ty;
         spec.n_tokens = (int)n;
@@ -93,11 +112,13 @@ static fe_status build(const fe_gguf *g, fe_tokenizer **out, fe_error *err) {
     size_t name_len;
     fe_status st = fe_gguf_get_str(model, &name, &name_len, err);
     if (st != FE_OK) return st;
-    if (name_len == 5 && memcmp(name, "llama", 5) == 0) return build_spm(g, out, err);
+    if (name_len == 5 && memcmp(name, "llama", 5) == 0) return build_spm(g, false, out, err);
+    if (name_len == 2 && memcmp(name, "t5", 2) == 0) return build_spm(g, true, out, err);
     if (name_len != 4 || memcmp(name, "gpt2", 4) != 0)
         return fe_error_set(err, FE_E_UNSUPPORTED,
                             "%s: tokenizer.ggml.model is \"%.*s\"; ferrum reads \"gpt2\" "
-                            "(byte-level BPE) and \"llama\" (SentencePiece BPE) tokenizers",
+                            "(byte-level BPE), \"llama\" (SentencePiece BPE) and \"t5\" "
+                            "(SentencePiece Unigram) tokenizers",
                             path, (int)(name_len > 32 ? 32 : name_len), name);
 
     const fe_gguf_kv *tokens = fe_gguf_find(g, "tokenizer.ggml.tokens");

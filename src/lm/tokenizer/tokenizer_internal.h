@@ -17,6 +17,7 @@
 #include "lm/tokenizer/bpe.h"
 #include "lm/tokenizer/pretokenize.h"
 #include "lm/tokenizer/spm.h"
+#include "lm/tokenizer/spm_normalize.h"
 #include "lm/tokenizer/unigram.h"
 #include "lm/tokenizer/tokenizer.h"
 
@@ -53,6 +54,12 @@ struct fe_tokenizer {
     bool unigram;          /* spm: Unigram (unigram.h) rather than BPE over the scores */
     int32_t unk_id;        /* unigram: the unknown token (-1: none, such characters dropped) */
     double unk_score;      /* unigram: its score, the lowest normal piece's minus 10 */
+    bool byte_fallback;    /* unigram: the vocabulary has BYTE tokens; what no piece covers
+                              is spelled in them (SentencePiece's byte_fallback), not unk */
+    bool sp_normalize;     /* spm: each stretch goes through spm_norm first */
+    bool prefix_unless_space; /* spm: no space prefix before a stretch that starts with a
+                                 space (Hugging Face's Metaspace, prepend_scheme "always") */
+    fe_spm_normalizer spm_norm;
     int32_t spm_byte[256]; /* spm: the token of each byte, -1 when none */
     char *text_blob;       /* spm: what each token decodes to ("▁" as a space, <0xXX> as the */
     size_t *text_off;      /* byte), text_blob + text_off[id], text_len[id] bytes */
@@ -63,6 +70,9 @@ struct fe_tokenizer {
 };
 
 fe_status fe_tok_new(int32_t n_vocab, const char *what, fe_tokenizer **out, fe_error *err);
+/* Decodes standard padded base64 s[0..n) into out (n * 3 / 4 bytes); false when malformed
+ * (tiktoken ranks, tokenizer.json's precompiled charsmap). */
+bool fe_tok_b64_decode(const char *s, size_t n, char *out, size_t *len);
 /* Gives id its text s[0..n): byte-level text decoded to raw bytes when byte_level, raw bytes
  * otherwise. A second set of the same id is FE_E_FORMAT unless overwrite. */
 fe_status fe_tok_set(fe_tokenizer *t, int32_t id, const char *s, size_t n, fe_token_type type,

@@ -1,4 +1,5 @@
-/* lm/tokenizer/tokenizer_json.c: the Hugging Face tokenizer.json loader (byte-level BPE).
+/* lm/tokenizer/tokenizer_json.c: the Hugging Face tokenizer.json loader (byte-level BPE; a
+ * Unigram model goes to unigram_json.c).
  *
  * Reads model.vocab (byte-level text -> id), model.merges ("a b" strings or ["a", "b"]
  * pairs, rank = position), model.ignore_merges, added_tokens, the pre_tokenizer (ByteLevel,
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "lm/tokenizer/tokenizer_internal.h"
+#include "lm/tokenizer/unigram_json.h"
 
 typedef struct ctx {
     const char *what;
@@ -347,6 +349,11 @@ static fe_status build(ctx *c, json_t *root) {
 /* The tokenizer the parsed root describes (what names it in messages); the root is
  * released either way. */
 static fe_status from_root(json_t *root, const char *what, fe_tokenizer **out, fe_error *err) {
+    if (fe_unigram_json_is(root)) { /* SentencePiece Unigram (unigram_json.h) */
+        fe_status st = fe_unigram_json_build(root, what, out, err);
+        json_decref(root);
+        return st;
+    }
     ctx c = {.what = what, .err = err};
     fe_status st = build(&c, root);
     json_decref(root);

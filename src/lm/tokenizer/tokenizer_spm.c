@@ -49,8 +49,16 @@ fe_status fe_tokenizer_create_spm(const fe_spm_spec *spec, fe_tokenizer **out, f
     }
     if (st == FE_OK) st = fe_tok_index(t, what, err);
     if (st == FE_OK) st = fe_spm_finish(t, what, err);
+    if (st == FE_OK && spec->sp_normalize) {
+        t->sp_normalize = true;
+        st = fe_spm_normalizer_init(&t->spm_norm, spec->charsmap, spec->charsmap ? spec->charsmap_len : 0,
+                                    spec->remove_extra_whitespaces, what, err);
+        t->spm_norm.collapse_spaces = spec->collapse_spaces;
+    }
+    t->prefix_unless_space = spec->prefix_unless_space;
     if (st == FE_OK && spec->unigram) {
         t->unigram = true;
+        for (int i = 0; i < spec->n_tokens; i++) t->byte_fallback |= t->type[i] == FE_TOKEN_BYTE;
         t->unk_id = spec->unk_id;
         if (t->unk_id < -1 || t->unk_id >= spec->n_tokens)
             st = fe_error_set(err, FE_E_FORMAT, "%s: the unknown token %d is outside the %d "

@@ -29,8 +29,7 @@ static int b64(unsigned char c) {
     return -1;
 }
 
-/* Decodes standard padded base64 s[0..n) into out (n * 3 / 4 bytes); false when malformed. */
-static bool b64_decode(const char *s, size_t n, char *out, size_t *len) {
+bool fe_tok_b64_decode(const char *s, size_t n, char *out, size_t *len) {
     if (n == 0 || n % 4) return false;
     size_t o = 0;
     for (size_t i = 0; i < n; i += 4) {
@@ -80,7 +79,7 @@ static fe_status parse(const char *text, size_t len, const char *what, char **bu
         if (n == 0) continue;
         const char *sp = memchr(s, ' ', n);
         size_t got;
-        if (!sp || !b64_decode(s, (size_t)(sp - s), *buf + used, &got))
+        if (!sp || !fe_tok_b64_decode(s, (size_t)(sp - s), *buf + used, &got))
             return fe_error_set(err, FE_E_FORMAT,
                                 "%s: line %zu is not \"<base64 token> <rank>\" (tiktoken format)",
                                 what, line);

@@ -1,7 +1,8 @@
 /* lm/tokenizer/unigram.c: SentencePiece Unigram by Viterbi (see unigram.h). best[e] is the
  * highest score sum of a segmentation of the first e bytes and the piece that ends it; starts
  * are taken in increasing order and a later candidate replaces an earlier one only when its
- * sum is strictly higher (llama.cpp's order, so ties resolve alike). */
+ * sum is strictly higher (llama.cpp's order, so ties resolve alike). With byte fallback, a run
+ * of unknown characters is spelled in its bytes' <0xXX> tokens, as SentencePiece does. */
 #include "lm/tokenizer/unigram.h"
 
 #include <math.h>
@@ -31,7 +32,7 @@ fe_status fe_unigram_encode(const fe_tokenizer *t, fe_spm_scratch *s, const char
     if (len == 0) return FE_OK;
     char *x = fe_malloc(len);
     best *b = fe_malloc((len + 1) * sizeof *b);
-    int32_t *out = fe_malloc((len + 1) * sizeof *out);
+    size_t *out = fe_malloc((len + 1) * sizeof *out); /* the ends e of the pieces, last first */
     (void)s;
     if (!x || !b || !out) {
         fe_free(x), fe_free(b), fe_free(out);
@@ -64,16 +65,27 @@ fe_status fe_unigram_encode(const fe_tokenizer *t, fe_spm_scratch *s, const char
         if (!single && b[i].score + t->unk_score > b[i + c].score)
             b[i + c] = (best){b[i].score + t->unk_score, (int64_t)i, t->unk_id};
     }
-    size_t m = 0; /* backtrack, merging runs of the unknown token */
+    size_t m = 0; /* backtrack, merging runs of the unknown token: a run's piece is its last */
     bool prev_unknown = false;
     for (size_t e = len; e > 0; e = (size_t)b[e].start) {
         bool unknown = b[e].id == t->unk_id;
-        if (!(prev_unknown && unknown)) out[m++] = b[e].id;
+        if (prev_unknown && unknown) b[out[m - 1]].start = b[e].start;
+        else out[m++] = e;
         prev_unknown = unknown;
     }
     fe_status st = FE_OK;
-    for (size_t i = m; i-- > 0 && st == FE_OK;)
-        if (out[i] >= 0) st = emit(ctx, out[i]);
+    for (size_t i = m; i-- > 0 && st == FE_OK;) {
+        const best *p = &b[out[i]];
+        if (p->id != t->unk_id || !t->byte_fallback) {
+            if (p->id >= 0) st = emit(ctx, p->id);
+            continue;
+        }
+        for (size_t k = (size_t)p->start; k < out[i] && st == FE_OK; k++) {
+            int32_t id = t->spm_byte[(unsigned char)x[k]];
+            if (id < 0) id = t->unk_id; /* a byte with no token: unknown (or dropped) */
+            if (id >= 0) st = emit(ctx, id);
+        }
+    }
     fe_free(x), fe_free(b), fe_free(out);
     return st;
 }

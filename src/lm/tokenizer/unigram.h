@@ -3,8 +3,9 @@
  * over byte offsets at character boundaries), NORMAL pieces with their scores, USER_DEFINED ones
  * with score 0; a character no piece starts with is the unknown token, scored min score - 10,
  * and a run of them is one unknown token. Spaces are "▁" and the space prefix is as for
- * SentencePiece BPE (spm.h). Not done: the precompiled normaliser (charsmap) a model may ship
- * (the GGUF loader refuses a non-empty tokenizer.ggml.precompiled_charsmap). */
+ * SentencePiece BPE (spm.h). With BYTE tokens in the vocabulary (SentencePiece's byte_fallback)
+ * a run of unknown characters is spelled in <0xXX> tokens instead. SentencePiece's normaliser
+ * (spm_normalize.h), when the tokenizer has one, runs on the stretch before this. */
 #ifndef FE_LM_UNIGRAM_H
 #define FE_LM_UNIGRAM_H
 

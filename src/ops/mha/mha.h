@@ -21,6 +21,11 @@ enum { MHA_WIDTH, MHA_BQ, MHA_BKV };                 /* tunables */
 enum { MHA_SQ, MHA_S, MHA_D, MHA_LAST_OFFSET };      /* extents */
 enum { MHA_V_KV, MHA_V_ROWS, MHA_V_OFFSET };         /* per-call values */
 
+/* SegmentedMHA (segmented_mha.c) shares MHA's params, tunables and workspace; its operands
+ * are q, k, v, lengths (i32, one per segment), out; q, k, v and out have R rows. */
+enum { SMHA_R, SMHA_D };                             /* extents */
+enum { SMHA_V_ROWS };                                /* per-call values */
+
 /* The keys [*lo, *hi) a query at position p attends, given kv_valid keys: causal stops at p;
  * a window w > 0 keeps keys within w - 1 of p (causal: (p - w, p]; bidirectional: both
  * sides, (p - w, p + w)). Empty (lo >= hi) when nothing is left. lo and hi never decrease
@@ -83,5 +88,8 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
 void fe_mha_scalar(const fe_args *, const fe_design *, int, int);
 void fe_mha_avx2(const fe_args *, const fe_design *, int, int);
 void fe_mha_avx512(const fe_args *, const fe_design *, int, int);
+void fe_segmented_mha_scalar(const fe_args *, const fe_design *, int, int);
+void fe_segmented_mha_avx2(const fe_args *, const fe_design *, int, int);
+void fe_segmented_mha_avx512(const fe_args *, const fe_design *, int, int);
 
 #endif
