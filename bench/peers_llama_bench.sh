@@ -6,9 +6,13 @@
 # (tok/s) with the load average, then the medians and ferrum's ratios to each peer.
 #
 # The peers are not part of ferrum: build their llama-bench yourself (docs/performance.md says
-# how) and name them; a peer not given is left out.
+# how) and name them; a peer not given is left out. LLAMA_BENCH_AVX2 and IK_LLAMA_BENCH_AVX2 name
+# the peers' AVX2-only builds (-DGGML_NATIVE=OFF -DGGML_AVX2=ON ... -DGGML_AVX512=OFF), which
+# pair with ferrum's avx2 row on an AVX-512 machine; ratios are printed for every pair present.
+# On a shared host, where wall-clock rates swing, bench/peers_cpu_time.py compares CPU time.
 #
 #   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \
+#   [LLAMA_BENCH_AVX2=/path/llama-bench IK_LLAMA_BENCH_AVX2=/path/llama-bench] \
 #     bench/peers_llama_bench.sh MODEL.gguf [ROUNDS (default 3)] [FERRUM (default build/ferrum)]
 set -euo pipefail
 
@@ -53,6 +57,8 @@ for r in $(seq "$rounds"); do
   echo "round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH"
   [ -n "${IK_LLAMA_BENCH:-}" ] && peer ik_llama.cpp "$IK_LLAMA_BENCH" -fa 1 -rtr 1
+  [ -n "${LLAMA_BENCH_AVX2:-}" ] && peer llama.cpp-avx2 "$LLAMA_BENCH_AVX2"
+  [ -n "${IK_LLAMA_BENCH_AVX2:-}" ] && peer ik_llama.cpp-avx2 "$IK_LLAMA_BENCH_AVX2" -fa 1 -rtr 1
   ours avx512
   ours avx2
 done
@@ -75,7 +81,7 @@ for n in names:
         cells.append("%8.1f (%s)" % (med[n, k], " ".join("%.0f" % x for x in v)) if v else "-")
     print("%-14s %24s %24s" % (n, cells[0], cells[1]))
 for ours in ("ferrum-avx512", "ferrum-avx2"):
-    for peer in ("llama.cpp", "ik_llama.cpp"):
+    for peer in ("llama.cpp", "ik_llama.cpp", "llama.cpp-avx2", "ik_llama.cpp-avx2"):
         if (peer, "pp") in med and med[peer, "pp"]:
             print("%s / %s: prefill %.2fx, decode %.2fx" % (ours, peer, med[ours, "pp"] / med[peer, "pp"],
                                                          med[ours, "tg"] / med[peer, "tg"]))
