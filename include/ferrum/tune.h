@@ -56,6 +56,10 @@ typedef struct fe_cost_figure {
     int samples;
     bool reliable; /* false: every attempt was too noisy or shared the CPU; the figure is the
                     * last attempt's, kept only to show */
+    /* CPUs the process had over the figure's runs (its CPU time over the wall time; the
+     * workers spin, so an undisturbed run of width w has about w); not saved in the cost
+     * cache or table */
+    double cpus;
 } fe_cost_figure;
 
 /* The directory of this device's costs: `root` (NULL: $FERRUM_CACHE_HOME, else
