@@ -405,7 +405,9 @@ static void cli_tune_model_prints_modelled_beside_measured_and_writes_the_table(
     if (code != 0) fail_msg("exit %d: %s", code, errs);
     static const char *const says[] = {"cost table: ", "joint narrowing", "ablations",
                                        "widths held", "designs held", "decode step",
-                                       "prefill chunk", "modelled", "measured", "model/measured"};
+                                       "prefill chunk", "modelled", "measured", "model/measured",
+                                       "unfolded: ", "groups kept", "folds off",
+                                       "with no folds", "priced"};
     for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
         if (!strstr(out, says[i])) fail_msg("no \"%s\" in:\n%s", says[i], out);
     /* the table it names loads back, with both calls */

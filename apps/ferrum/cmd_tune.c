@@ -18,8 +18,10 @@ enum { MAX_SETTINGS = 16 };
 static const char tune_synopsis[] =
     "usage: ferrum tune [options] OP [NAME=VALUE...]\n"
     "       ferrum tune [options] MODEL   (a model's graph; `ferrum tune MODEL --help`)\n\n"
-    "Measures every setting of operator OP at one shape on this machine: the default and,\n"
-    "one tunable at a time, each other value of its search domain. A setting is a\n"
+    "Measures every setting of operator OP at one shape on this machine: the default;\n"
+    "one tunable at a time, each other value of its search domain; and every combination\n"
+    "of two design tunables whose domains are small (at most 24 besides the default's,\n"
+    "e.g. GEMV rows_per_step x prefetch; WIDTH alone). A setting is a\n"
     "candidate when its output is bit-identical to the default's on seeded random inputs\n"
     "(or both are within the op's tolerance of the reference); candidates are timed alone\n"
     "on the pool and kept in the cost cache (${FERRUM_CACHE_HOME:-~/.cache/ferrum}/costs).\n\n"

@@ -98,15 +98,16 @@ static int fail(const fe_cli_io *io, const char *msg) {
 
 static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
                         const fe_tune_graph_request *req, const fe_cost_figure *measured,
-                        bool chosen) {
+                        bool chosen, int workers) {
     for (int c = 0; c < req->n_calls; c++) {
         double pred = chosen ? fe_narrowing_predicted_ns(n, c) : fe_narrowing_default_ns(n, c);
         fprintf(f, "  %-14s %-9s modelled %10.3f ms", req->calls[c].name, what, pred / 1e6);
         if (measured) {
             double m = measured[c].median_ns;
-            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f",
-                    m / 1e6, measured[c].p10_ns / 1e6, measured[c].p90_ns / 1e6,
-                    measured[c].reliable ? "" : " unreliable", m > 0 ? pred / m : 0);
+            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f"
+                    "   CPUs had %.2f of %d", m / 1e6, measured[c].p10_ns / 1e6,
+                    measured[c].p90_ns / 1e6, measured[c].reliable ? "" : " unreliable",
+                    m > 0 ? pred / m : 0, measured[c].cpus, workers);
         }
         fputc('\n', f);
     }
@@ -267,8 +268,11 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             goto done;
         }
     }
-    fprintf(f, "\ncalls (the mean over %d positions; modelled: dispatch + steps + barriers):\n", LADDER);
-    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, false);
+    fprintf(f, "\ncalls (the mean over %d positions; modelled: dispatch + steps + barriers; "
+            "CPUs had: the process's CPU time over the wall time, less than the workers when "
+            "it was descheduled):\n", LADDER);
+    int workers = fe_device_get_info(dev)->n_workers;
+    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, false, workers);
     if (changed) {
         if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
             fe_narrowing_to_profile(n, chosen, &err) != FE_OK) {
@@ -284,7 +288,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
-        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, true);
+        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, true, workers);
         if (folds_changed)
             fprintf(f, "  (tuned: with the priced folds; its modelled time above counts every "
                     "fold: the folds table gives what the refused ones change)\n");

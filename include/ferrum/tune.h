@@ -16,9 +16,11 @@
  * decode step and prefill chunk), priced at the graph's call points, into a cost table (one
  * graph's working set, JSON, per device and packaging); fe_narrow then chooses the settings
  * that minimise the modelled time of a whole call (dispatch, step costs, barriers), and the
- * choice is written as profile entries. Not yet: folds (the table records none, so the
- * folds ablation changes nothing), and a joint search over several tunables of one design
- * (each design's settings are searched one tunable at a time around its default). */
+ * choice is written as profile entries. Each design's settings are searched one tunable at a
+ * time around its default, and in pairs where two design tunables' domains are small. The
+ * folds are priced from a table of the graph without folds and one with all of them
+ * (fe_fold_price): each group of folds is kept only where it lowers the modelled time.
+ * Not yet: the fold decisions are not kept in the profile. */
 #ifndef FERRUM_TUNE_H
 #define FERRUM_TUNE_H
 
@@ -54,6 +56,10 @@ typedef struct fe_cost_figure {
     int samples;
     bool reliable; /* false: every attempt was too noisy or shared the CPU; the figure is the
                     * last attempt's, kept only to show */
+    /* CPUs the process had over the figure's runs (its CPU time over the wall time; the
+     * workers spin, so an undisturbed run of width w has about w); not saved in the cost
+     * cache or table */
+    double cpus;
 } fe_cost_figure;
 
 /* The directory of this device's costs: `root` (NULL: $FERRUM_CACHE_HOME, else

@@ -286,7 +286,7 @@ double fe_fold_pricing_call_ns(const fe_fold_pricing *p, int c, fe_fold_mode mod
 }
 
 void fe_fold_pricing_print(const fe_fold_pricing *p, FILE *f) {
-    fprintf(f, "  %-14s %-60s %5s %5s %12s %12s\n", "call", "folds (kind, step into step)", "sites",
+    fprintf(f, "  %-14s %-60s %5s %5s %12s %12s\n", "call", "folds (kind, step into step)", "groups",
             "kept", "unfolded us", "folded us");
     bool *shown = fe_calloc((size_t)(p->n_groups ? p->n_groups : 1), sizeof *shown);
     for (int g = 0; shown && g < p->n_groups; g++) {

@@ -78,6 +78,7 @@ fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune
     for (int a = 0; a < attempts; a++) {
         double share;
         f = measure(fn, ctx, o, samples, &share);
+        f.cpus = share;
         double spread = f.median_ns > 0 ? (f.p90_ns - f.p10_ns) / f.median_ns : INFINITY;
         /* the pool's workers spin between steps: a step of `width` keeps about that many
          * cores busy; much less CPU than that means they were descheduled */

@@ -364,6 +364,7 @@ fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req
             sum.p10_ns += f.p10_ns / call->n_points;
             sum.p90_ns += f.p90_ns / call->n_points;
             sum.samples += f.samples;
+            sum.cpus += f.cpus / call->n_points;
             sum.reliable = sum.reliable && f.reliable;
         }
         measured[c] = sum;
