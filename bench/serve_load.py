@@ -208,9 +208,9 @@ def main():
                     r = level("127.0.0.1", srv.port, srv.model, n, a.seconds, a.max_tokens)
                 finally:
                     srv.stop()
-                base.setdefault(srv.name, r["tok_s"])
+                base.setdefault((srv.name, rnd), r["tok_s"])  # x one: within the round
                 table.setdefault((srv.name, n), []).append(r["tok_s"])
-                show(srv.name, r, base[srv.name])
+                show(srv.name, r, base[(srv.name, rnd)])
     if a.llama_server:
         print("ferrum / llama-server, aggregate tok/s per level (median over rounds): " +
               ", ".join(f"{n}: {statistics.median(table[('ferrum', n)]) / statistics.median(table[('llama-server', n)]):.2f}"

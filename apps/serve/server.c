@@ -176,11 +176,17 @@ static void name_job(serve_server *srv, serve_job *j) {
         j->req.sampling.seed = (fe_time_ns() ^ (id * 0x9E3779B97F4A7C15ull)) & ((1ull << 53) - 1);
 }
 
-/* The streamed answer: the job's events as they come, then `data: [DONE]`. */
+/* The streamed answer: the job's events as they come, then `data: [DONE]`. While nothing
+ * comes (the job waits in the queue, a long prompt's prefill), an SSE comment every third of
+ * --client-timeout: libmicrohttpd drops a connection idle past it, and the wait is the
+ * server's, not the client's. */
+static const char keepalive[] = ": keep-alive\n\n";
+
 typedef struct stream {
     serve_job *job;
     int fd;
     bool tail_written;
+    uint64_t last_sent_ns, keepalive_ns;
 } stream;
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -195,7 +201,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             memcpy(buf, j->events.p + j->events_sent, n);
             j->events_sent += n;
             pthread_mutex_unlock(&j->mu);
+            st->last_sent_ns = fe_time_ns();
             return (ssize_t)n;
+        }
+        if (j->end == JOB_RUNNING && !j->cancelled && fe_time_ns() - st->last_sent_ns > st->keepalive_ns &&
+            max >= sizeof keepalive - 1) {
+            pthread_mutex_unlock(&j->mu);
+            memcpy(buf, keepalive, sizeof keepalive - 1);
+            st->last_sent_ns = fe_time_ns();
+            return (ssize_t)(sizeof keepalive - 1);
         }
         if (j->cancelled) break;
         if (j->end != JOB_RUNNING) {
@@ -249,6 +263,8 @@ static enum MHD_Result answer_stream(struct MHD_Connection *c, conn *k, serve_jo
     }
     st->job = j;
     st->fd = conn_fd(c);
+    st->last_sent_ns = fe_time_ns();
+    st->keepalive_ns = (uint64_t)k->srv->o.client_seconds * 1000000000ull / 3;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free);
     if (!r) {
         stream_free(st);

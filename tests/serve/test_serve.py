@@ -6,7 +6,8 @@ Python client (streaming and not) and curl (the error cases), one group of claim
 
 Groups: api (every endpoint through the openai client, usage counts, prefix reuse, metrics),
 faults (malformed bodies, unknown model, limits, API key, queue full, time limit, slow
-client: each a clean 4xx/5xx naming its rule, and the server keeps serving), equal (the
+client: each a clean 4xx/5xx naming its rule, and the server keeps serving; a stream queued
+past --client-timeout kept alive), equal (the
 server's tokens equal `ferrum generate`'s for the same prompt and seed, alone and beside
 other requests, over two device groups), disconnect (a client gone mid-stream frees its slot
 at the next step), batch (equal and disconnect again, with --batch), embed (POST
@@ -332,6 +333,30 @@ def group_faults(a):
         sock.close()
         status, body = curl(s, *plain, "-d", good, chat)
         claim(status == 200, "still serving after every fault")
+    finally:
+        s.stop()
+
+    # a stream that waits in the queue longer than --client-timeout is kept alive (SSE
+    # comments) and gets its whole answer, as does a whole answer that takes longer: the
+    # timeout is for clients idle, not for the server
+    s = Server(a.ferrum, a.model, "--parallel", "1", "--queue", "2", "--ctx", "512", "--client-timeout", "1")
+    try:
+        c = s.client()
+        held = []
+        hold = threading.Thread(target=lambda: held.append(c.completions.create(
+            model=mid, prompt="Once upon a time", max_tokens=400, temperature=0)))
+        hold.start()
+        deadline = time.time() + 20
+        while metric(s, "ferrum_slots_busy") < 1 and time.time() < deadline:
+            time.sleep(0.02)
+        t0 = time.time()
+        parts = [ch.choices[0].text for ch in c.completions.create(model=mid, prompt="1, 2, 3,", max_tokens=8,
+                                                                    temperature=0, stream=True) if ch.choices]
+        waited = time.time() - t0
+        hold.join(120)
+        claim(waited > 2, f"the stream waited {waited:.1f} s behind the holder, more than the 1 s timeout")
+        claim("".join(parts).startswith(" 4"), f"the queued stream got its answer: {parts!r}")
+        claim(held and held[0].usage.completion_tokens > 8, "the holder's whole answer, seconds long, came too")
     finally:
         s.stop()
 
