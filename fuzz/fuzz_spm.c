@@ -3,7 +3,8 @@
  * tokens, scored pieces, user-defined "\n" and "  ", a control token). The first byte picks the
  * space prefix, whether specials are matched and BPE or Unigram; the rest is the text. Claims: encoding never fails; every id
  * is in the vocabulary; for BPE, decode(encode(x)) == x when x is valid UTF-8 without a "▁" of
- * its own and no prefix is added (Unigram has no byte fallback: <unk> decodes as itself) (an invalid lead byte may claim a following space's "▁" bytes, and a
+ * its own and no prefix is added (Unigram: not checked; with this
+ * vocabulary's byte tokens its unknown runs fall back to <0xXX> tokens, SentencePiece's byte_fallback) (an invalid lead byte may claim a following space's "▁" bytes, and a
  * "▁" in the text decodes as a space, as in llama.cpp); a short output buffer reports the same
  * count. */
 #include <stdint.h>
