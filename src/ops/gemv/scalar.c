@@ -50,8 +50,9 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t stride,
  * by the reference's own block sums; the same calls as gemv_dot, so the same bits. */
 static bool gemv_batches_serve(const gemv_shape *s) { return !fe_kq_serves(s->dt); }
 
-static void gemv_dot_batches(const gemv_shape *s, const unsigned char *w, const unsigned char *nx, int nrc,
-                             const gemv_x *x, int nb, float *rowbuf, float *out) {
+static void gemv_dot_batches(const gemv_shape *s, const unsigned char *w,
+                             const unsigned char *nx, int nrc, const gemv_x *x, int nb,
+                             float *rowbuf, float *out) {
     (void)nx, (void)nrc; /* no prefetch; one accumulation order whatever the rows */
     const float *row = (const float *)w;
     if (s->i8 == GEMV_I8_NONE && s->dt != FE_DTYPE_F32) {
