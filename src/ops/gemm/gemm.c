@@ -1,9 +1,9 @@
 /* ops/gemm/gemm.c: the GEMM declaration: C (M, N) = epilogue(A (M, K) . B (N, K)^T) for
- * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
- * tunables (block sizes resolved from the device's caches; the bf16 dot product where the
- * device has it), infer, the double-precision reference, cost, workspace and test cases. The
- * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc, int8.inc and kquant.inc (see
- * gemm.h). */
+ * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k,
+ * q6_k). Params, tunables (block sizes resolved from the device's caches; the bf16 dot
+ * product where the device has it), infer, the double-precision reference, cost, workspace
+ * and test cases. The kernels are in kernels.inc, bf16dot.inc, bf16rows.inc, int8.inc and
+ * kquant.inc (see gemm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
