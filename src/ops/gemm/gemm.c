@@ -532,6 +532,14 @@ static const fe_case cases[] = {
      .extensive = true},
     {.name = "q4_0/int8_vocab_49152", SHAPE(64, 49152, 576), I8, .absent = PLAIN,
      .extensive = true},
+    /* Gemma 3 270M's chunk of 256 rows: q5_0 gate/up (2048 x 640), q4_k / q6_k down (640 x
+     * 2048) */
+    {.name = "q5_0/int8_gate_2048", SHAPE(256, 2048, 640), I8, .absent = PLAIN,
+     .extensive = true},
+    {.name = "q4_k/int8_down_640", SHAPE(256, 640, 2048), I8, .absent = NO_BIAS,
+     .extensive = true},
+    {.name = "q6_k/int8_down_640", SHAPE(256, 640, 2048), I8, .absent = NO_BIAS,
+     .extensive = true},
     /* benchmarks (M x N x K) */
     {.name = "f32/2048x2048", SHAPE(512, 2048, 2048), .absent = PLAIN, .extensive = true,
      .bench = true},
