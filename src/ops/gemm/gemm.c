@@ -1,9 +1,9 @@
 /* ops/gemm/gemm.c: the GEMM declaration: C (M, N) = epilogue(A (M, K) . B (N, K)^T) for
- * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1). Params,
- * tunables (block sizes resolved from the device's caches; the bf16 dot product where the
- * device has it), infer, the double-precision reference, cost, workspace and test cases. The
- * kernels are in kernels.inc, bf16dot.inc, bf16rows.inc, int8.inc and kquant.inc (see
- * gemm.h). */
+ * prompt chunks, B in a checkpoint's dtype (f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k,
+ * q6_k). Params, tunables (block sizes resolved from the device's caches; the bf16 dot
+ * product where the device has it), infer, the double-precision reference, cost, workspace
+ * and test cases. The kernels are in kernels.inc, bf16dot.inc, bf16rows.inc, int8.inc and
+ * kquant.inc (see gemm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -531,6 +531,14 @@ static const fe_case cases[] = {
     {.name = "q8_0/int8_down_576", SHAPE(256, 576, 1536), I8, .absent = NO_BIAS,
      .extensive = true},
     {.name = "q4_0/int8_vocab_49152", SHAPE(64, 49152, 576), I8, .absent = PLAIN,
+     .extensive = true},
+    /* Gemma 3 270M's chunk of 256 rows: q5_0 gate/up (2048 x 640), q4_k / q6_k down (640 x
+     * 2048) */
+    {.name = "q5_0/int8_gate_2048", SHAPE(256, 2048, 640), I8, .absent = PLAIN,
+     .extensive = true},
+    {.name = "q4_k/int8_down_640", SHAPE(256, 640, 2048), I8, .absent = NO_BIAS,
+     .extensive = true},
+    {.name = "q6_k/int8_down_640", SHAPE(256, 640, 2048), I8, .absent = NO_BIAS,
      .extensive = true},
     /* benchmarks (M x N x K) */
     {.name = "f32/2048x2048", SHAPE(512, 2048, 2048), .absent = PLAIN, .extensive = true,

@@ -3,9 +3,10 @@
  * the work split) that plan.c computes once for the declaration and for every kernel.
  *
  * GEMM: C (M, N) = epilogue(A (M, K) . B (N, K)^T), A f32 rows, B as a checkpoint stores it
- * (f32, bf16, f16, q8_0, q4_0, q4_1), one row of B per column of C. The epilogue, in order:
- * acc (+ bias) -> activation -> (+ residual) -> clamp. Per-call values: rows (the first rows of
- * A and C; later rows of C untouched) and k (the first k columns of A and B contribute).
+ * (f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k), one row of B per column of C. The
+ * epilogue, in order: acc (+ bias) -> activation -> (+ residual) -> clamp. Per-call values:
+ * rows (the first rows of A and C; later rows of C untouched) and k (the first k columns of
+ * A and B contribute).
  * c must not overlap an input (check() refuses it): it holds partial sums between K blocks.
  *
  * act_bf16 (B bf16 only): A is rounded to bf16 (to nearest, ties to even; a denormal, below
