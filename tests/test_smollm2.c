@@ -542,9 +542,73 @@ static void f32_greedy_continuation_is_llama_cpp_while_decided(void **state) {
     assert_true(check_greedy("f32") > 0);
 }
 
-/* No greedy check for the q4_1 run: its first token is not decided at its margin (llama.cpp
+/* No greedy check for the q4_1 run at its margin: its first token is not decided (llama.cpp
  * prefers "L" to "The" by 0.089 nats), so a greedy comparison would compare nothing; the
- * q4_1 run is checked teacher-forced (top-1 and KL above) and int8 decode against f32 below. */
+ * q4_1 run is checked teacher-forced (top-1 and KL above) and int8 decode against f32 below.
+ * The issue's rule for the int8 prefill is checked on its own (next test). */
+
+/* greedy ids after the prompt: ng of them into got, from model m */
+static void greedy(fe_causal *m, const ref_run *r, int ng, int32_t *got, const float **first) {
+    const float *logits;
+    int32_t next;
+    if (fe_causal_prompt(m, r->ids, S.ref.n_prompt, &logits, &next) != FE_OK)
+        fail_msg("prompt: %s", fe_causal_message(m));
+    if (first) *first = logits;
+    got[0] = next;
+    collect c = {got + 1, 0, ng - 1};
+    if (ng > 1 && fe_causal_decode(m, ng - 1, on_token, &c) != FE_OK)
+        fail_msg("decode: %s", fe_causal_message(m));
+    assert_int_equal(c.n, ng - 1);
+}
+
+static int same_prefix(const int32_t *a, const int32_t *b, int n) {
+    int i = 0;
+    while (i < n && a[i] == b[i]) i++;
+    return i;
+}
+
+/* Issue 14's rule for the int8 prefill: greedy tokens move away from llama.cpp's own int8 path
+ * no more than with the int8 decode alone. The chat answer's first token is a near tie that
+ * the rounding decides: llama.cpp's f32 run says "The" (margin 0.082), its Q4_1 x Q8_1 run "L"
+ * (margin 0.089). ferrum's f32 model must side with the first, its default (int8 prefill and
+ * decode) with the second, and the default must follow llama.cpp's int8 greedy run at least as
+ * far as a model with the f32 prefill and the int8 decode does. Measured (this host): the
+ * default's first-token margin "L" over "The" 0.35 (avx512) / 0.31 (avx2), f32 -0.082 (as
+ * llama.cpp's f32 run); the default follows llama.cpp's int8 run for 7 (avx512) / 64 (avx2)
+ * tokens, the f32-prefill model for 0. */
+static void int8_prefill_greedy_follows_llama_cpp_int8(void **state) {
+    (void)state;
+    need_model();
+    ref_run *q = find_run("q4_1"), *f = find_run("f32");
+    int np = S.ref.n_prompt, ng = q->n_gen;
+    assert_true(ng <= 256);
+    int32_t got8[256], got_f32[256], got_mixed[256];
+    const float *l;
+    greedy(S.m8, q, ng, got8, &l);
+    const double margin8 = (double)l[q->ids[np]] - (double)l[f->ids[np]];
+    greedy(S.m, f, 1, got_f32, &l);
+    const double margin32 = (double)l[q->ids[np]] - (double)l[f->ids[np]];
+    fe_causal_options o = fe_causal_options_default();
+    o.max_seq_len = 512;
+    o.prefill_dot = FE_PREFILL_DOT_F32; /* the int8 decode alone */
+    o.temperature = 0;
+    fe_causal *mixed = NULL;
+    fe_error err = {0};
+    if (fe_causal_create(S.dev, &S.w, &o, &mixed, &err) != FE_OK)
+        fail_msg("fe_causal_create: %s", err.message);
+    greedy(mixed, q, ng, got_mixed, NULL);
+    fe_causal_destroy(mixed);
+    const int with8 = same_prefix(got8, q->ids + np, ng);
+    const int with_mixed = same_prefix(got_mixed, q->ids + np, ng);
+    print_message("first token: llama.cpp q4_1 %d, f32 %d; ferrum int8 %d (logit margin %.3f), f32 "
+                  "%d (%.3f); greedy same as llama.cpp's q4_1 run for %d tokens with the int8 "
+                  "prefill, %d with the f32 prefill and int8 decode\n", q->ids[np], f->ids[np],
+                  got8[0], margin8, got_f32[0], margin32, with8, with_mixed);
+    assert_int_not_equal(q->ids[np], f->ids[np]); /* the fixture's near tie */
+    assert_int_equal(got_f32[0], f->ids[np]);
+    assert_int_equal(got8[0], q->ids[np]);
+    assert_true(with8 >= with_mixed);
+}
 /* The final norm scaled by 1.05 (logits about 5% sharper): a small, real error the f32 run's
  * KL check must see, by a wide margin. */
 static void kl_check_fails_a_slightly_wrong_model(void **state) {
@@ -609,6 +673,7 @@ int main(void) {
         cmocka_unit_test(q4_1_kl_to_llama_cpp_is_within_its_rounding),
         cmocka_unit_test(kl_check_fails_a_slightly_wrong_model),
         cmocka_unit_test(int8_decode_stays_close_to_f32),
+        cmocka_unit_test(int8_prefill_greedy_follows_llama_cpp_int8),
     };
     return cmocka_run_group_tests_name("smollm2", tests, setup, teardown);
 }
