@@ -34,7 +34,7 @@ typedef struct embed_args {
     const char *texts[EMBED_MAX_TEXTS];
     int n_texts;
     int64_t dim, batch, max_tokens, threads;
-    bool no_normalize, quiet;
+    bool no_normalize, quiet, profile;
 } embed_args;
 
 static const char *const poolings[] = {"model", "mean", "cls", "last", NULL};
@@ -69,6 +69,9 @@ static int embed_options(embed_args *a, arg_opt *t) {
         {"threads", 't', ARG_INT, "N", "worker threads", "the CPUs this process may use",
          .lo = 1, .hi = 1024, .i = &a->threads},
         {"quiet", 'q', ARG_FLAG, NULL, "no progress or timing on stderr", NULL, .flag = &a->quiet},
+        {"profile", 0, ARG_FLAG, NULL, "time every step of the encoder graph; print where a call's "
+         "time goes (steps grouped by operator and weight) on stderr, and the time spent "
+         "tokenizing", NULL, .flag = &a->profile},
     };
     memcpy(t, opts, sizeof opts);
     return (int)(sizeof opts / sizeof opts[0]);
@@ -281,6 +284,13 @@ static int run(fe_lm_encoder *e, const embed_args *a, const fe_cli_io *io, doubl
                 "%.0f tokens/s, batch %d; model loaded in %.3f s\n", done, (long long)st.tokens,
                 (long long)st.truncated, (long long)in.max_tokens, secs, secs > 0 ? (double)done / secs : 0,
                 secs > 0 ? (double)st.tokens / secs : 0, batch, t_load);
+    if (code == FE_EXIT_OK && a->profile) {
+        fprintf(io->err, "embed: tokenizing %.3f s, the encoder graph %.3f s, the rest (pooling, "
+                "output) %.3f s\n", 1e-9 * (double)st.tokenize_ns, 1e-9 * (double)st.graph_ns,
+                secs - 1e-9 * (double)(st.tokenize_ns + st.graph_ns));
+        fe_graph_set_profiling(fe_lm_encoder_graph(e), false);
+        fe_graph_write_profile(fe_lm_encoder_graph(e), io->err);
+    }
     for (size_t i = 0; i < n_all; i++) free(all[i]);
     free(all);
     close_source(&s, batch);
@@ -313,6 +323,7 @@ int fe_cmd_embed(int argc, char **argv, const fe_cli_io *io) {
     double t0 = now();
     if (fe_lm_encoder_open(a.model, &eo, &e, &err) != FE_OK)
         return cli_fail(io->err, "embed", a.model, err.message);
+    if (a.profile) fe_graph_set_profiling(fe_lm_encoder_graph(e), true);
     code = run(e, &a, io, now() - t0);
     fe_lm_encoder_close(e);
     return code == FE_EXIT_OK ? cli_flush_out(io, "embed") : code;

@@ -467,6 +467,10 @@ typedef struct fe_lm_encoder_info {
 
 FE_API fe_status fe_lm_encoder_get_info(const fe_lm_encoder *e, fe_lm_encoder_info *out);
 
+/* The encoder's compiled graph (drawing, stats, profiling: fe_graph_set_profiling and
+ * fe_graph_write_profile); lives as long as e. NULL for a NULL e. */
+FE_API fe_graph *fe_lm_encoder_graph(fe_lm_encoder *e);
+
 typedef struct fe_lm_embed_options {
     fe_lm_pooling pooling;   /* FE_LM_POOLING_MODEL: the model's */
     int64_t dim;             /* Matryoshka: keep the first dim values (before normalising);
@@ -481,6 +485,8 @@ FE_API fe_lm_embed_options fe_lm_embed_options_default(void);
 typedef struct fe_lm_embed_stats {
     int64_t tokens;    /* token ids run, [CLS] and [SEP] included */
     int64_t truncated; /* texts cut at max_tokens */
+    uint64_t tokenize_ns; /* wall time tokenizing (texts to ids, prompt and cut included) */
+    uint64_t graph_ns;    /* wall time in the encoder graph's calls */
 } fe_lm_embed_stats;
 
 /* Embeds texts[0..n) (NUL-terminated UTF-8) into out[0 .. n * dim), row i the vector of

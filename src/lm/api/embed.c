@@ -196,6 +196,11 @@ fe_status fe_lm_encoder_open(const char *path, const fe_lm_encoder_options *opts
     return FE_OK;
 }
 
+fe_graph *fe_lm_encoder_graph(fe_lm_encoder *e) {
+    if (!e) return NULL;
+    return e->gemma ? fe_gemma3_encoder_graph(e->genc) : fe_encoder_graph(e->enc);
+}
+
 static fe_lm_pooling public_pooling(fe_pooling p) {
     return p == FE_POOLING_CLS ? FE_LM_POOLING_CLS : p == FE_POOLING_LAST ? FE_LM_POOLING_LAST : FE_LM_POOLING_MEAN;
 }
@@ -382,6 +387,7 @@ static fe_status embed_inputs(fe_lm_encoder *e, const char *const *texts, const 
     for (size_t first = 0; st == FE_OK && first < n; first += (size_t)slots) {
         int k = n - first < (size_t)slots ? (int)(n - first) : slots;
         int64_t lens[FE_ENCODER_MAX_SLOTS];
+        uint64_t t0 = fe_time_ns();
         for (int s = 0; st == FE_OK && s < k; s++) {
             size_t len = 0;
             bool cut = false;
@@ -390,11 +396,14 @@ static fe_status embed_inputs(fe_lm_encoder *e, const char *const *texts, const 
             if (st == FE_OK && stats) stats->tokens += lens[s], stats->truncated += cut;
         }
         const float *h = NULL;
+        uint64_t t1 = fe_time_ns();
+        if (stats) stats->tokenize_ns += t1 - t0;
         if (e->gemma) {
             const int64_t hidden = e->eg.cfg.hidden;
             if (st == FE_OK &&
                 fe_gemma3_encoder_forward(e->genc, (const int32_t *const *)ids, lens, k, &h) != FE_OK)
                 st = fe_error_set(&e->err, FE_E_BOUNDS, "%s", fe_gemma3_encoder_message(e->genc));
+            if (stats) stats->graph_ns += fe_time_ns() - t1;
             for (int s = 0; st == FE_OK && s < k; s++) {
                 if (fe_gemma3_encoder_embed(&e->eg, h, lens[s], dim, normalize,
                                             out + (first + (size_t)s) * (size_t)dim) != FE_OK)
@@ -406,6 +415,7 @@ static fe_status embed_inputs(fe_lm_encoder *e, const char *const *texts, const 
         }
         if (st == FE_OK && fe_encoder_forward(e->enc, (const int32_t *const *)ids, lens, k, &h) != FE_OK)
             st = fe_error_set(&e->err, FE_E_BOUNDS, "%s", fe_encoder_message(e->enc));
+        if (stats) stats->graph_ns += fe_time_ns() - t1;
         for (int s = 0; st == FE_OK && s < k; s++) {
             fe_encoder_pool(h, lens[s], H, pool, dim, normalize, out + (first + (size_t)s) * (size_t)dim);
             h += lens[s] * H;
