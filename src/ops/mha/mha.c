@@ -30,6 +30,11 @@ static const fe_tunable_decl tunables[] = {
                           .n_choices = 5}, 64, true,
                  "keys per block: scores of one block live in the workspace; causal and window "
                  "ranges skip whole blocks"},
+    [MHA_ROWS] = {"row_block", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
+                  0, true,
+                  "1: an item of >= 4 rows runs a vector of rows at a time, one lane a row "
+                  "(scores by broadcasting keys against q^T, softmax down the keys, no sums "
+                  "across lanes); 0: one row at a time (resolve: 1 where bidirectional)"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -206,6 +211,17 @@ static const fe_case cases[] = {
     {CASE("encoder", 16, 16, 2, 2, 64), .params = {BIDIR}, .n_params = 1},
     {CASE("scaled_sharp", 3, 20, 2, 1, 40), .params = {{"scale", 0.5}}, .n_params = 1,
      .lo = -4, .hi = 4},
+    /* the row-blocked path (items of >= 4 rows, a vector of rows at a time; resolve's choice
+     * where bidirectional) pinned for causal rows: rows past a vector and a short last group,
+     * head_dim off the vector width, grouped heads; windows both sides; and the one-row path
+     * pinned where resolve would take the other */
+    {CASE("rows_d40", 20, 60, 3, 3, 40), .tunables = {{"row_block", 1}}, .n_tunables = 1},
+    {CASE("rows_gqa3_sharp", 12, 30, 6, 2, 64), .params = {{"scale", 0.5}}, .n_params = 1,
+     .lo = -4, .hi = 4, .tunables = {{"row_block", 1}}, .n_tunables = 1},
+    {CASE("rows_bidir_window", 18, 50, 2, 2, 24), .params = {BIDIR, {"window", 6}},
+     .n_params = 2},
+    {CASE("one_row_bidir", 9, 40, 4, 2, 32), .params = {BIDIR}, .n_params = 1,
+     .tunables = {{"row_block", 0}}, .n_tunables = 1},
     /* Llama 3.2 1B decode (Hq 32, Hkv 8, D 64) over a full cache. Benchmarks run values at
      * their defaults, where q_offset is 0; bidirectional, the one query attends every key,
      * the same work as a causal decode step at the cache's last position. bench_mha times
@@ -231,6 +247,7 @@ FE_OP_DEFINE(mha) {
     .infer = infer,
     .reference = reference,
     .kernels = mha_kernels, .n_kernels = FE_COUNT(mha_kernels),
+    .resolve = fe_mha_resolve_rows,
     .cost = cost,
     .workspace = workspace,
     .check = check,

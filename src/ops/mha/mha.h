@@ -17,7 +17,7 @@
 #include "ops/op.h"
 
 enum { MHA_P_CAUSAL, MHA_P_WINDOW, MHA_P_SCALE };   /* params */
-enum { MHA_WIDTH, MHA_BQ, MHA_BKV };                 /* tunables */
+enum { MHA_WIDTH, MHA_BQ, MHA_BKV, MHA_ROWS };       /* tunables */
 enum { MHA_SQ, MHA_S, MHA_D, MHA_LAST_OFFSET };      /* extents */
 enum { MHA_V_KV, MHA_V_ROWS, MHA_V_OFFSET };         /* per-call values */
 
@@ -44,6 +44,18 @@ static inline void fe_mha_keys(const fe_design *d, int64_t kv, int64_t p, int64_
     *hi = h;
 }
 
+/* row_block's default (resolve, both declarations): the row-blocked path where attention
+ * is bidirectional (encoders), one row at a time where it is causal. Causal prefill keeps the
+ * one-row path's rounding, which the greedy answers pinned by tests were made with (an int8
+ * prefill turns a change of 1e-6 in attention into a different near tie); the row-blocked
+ * path serves it as well, where a call site or a profile asks. */
+static inline void fe_mha_resolve_rows(fe_op_ctx *c) {
+    if (!c->tunable_set[MHA_ROWS]) {
+        c->tunables[MHA_ROWS] = c->params[MHA_P_CAUSAL] == 0;
+        c->tunable_set[MHA_ROWS] = true;
+    }
+}
+
 /* The factor on q . k: the scale param, or 1 / sqrt(D) when it is 0. */
 static inline double fe_mha_scale(const fe_design *d, int64_t head_dim) {
     double s = d->params[MHA_P_SCALE];
@@ -52,10 +64,14 @@ static inline double fe_mha_scale(const fe_design *d, int64_t head_dim) {
 
 /* One worker's workspace: the scores of one block for up to four heads (4 x B_kv), the
  * running max and sum of each of an item's B_q x group query vectors, and contiguous copies
- * of one block's k and v rows of the item's kv head (B_kv x D each). Each part starts on a
- * 64-byte line. */
+ * of one block's k and v rows of the item's kv head (B_kv x D each); for the row-blocked
+ * path (kernels.inc: a vector of query rows at once, one lane a row) a block's scores
+ * down the keys (B_kv x FE_MHA_LANES), the rows' queries and outputs transposed (D x
+ * FE_MHA_LANES each) and their running max and sum. Each part starts on a 64-byte line. */
+#define FE_MHA_LANES 16 /* the widest vector (AVX-512's 16 floats) */
 typedef struct fe_mha_ws {
     float *s, *m, *l, *k, *v;
+    float *st, *qt, *ot, *rm, *rl;
 } fe_mha_ws;
 
 static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 + 63) / 64 * 64; }
@@ -64,7 +80,8 @@ static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 +
 static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int64_t head_dim) {
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
     return fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
-           2 * fe_mha_lines(bkv * head_dim);
+           2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(bkv * FE_MHA_LANES) +
+           2 * fe_mha_lines(head_dim * FE_MHA_LANES) + 2 * fe_mha_lines(FE_MHA_LANES);
 }
 
 /* Worker ith's parts of the workspace at ws. */
@@ -82,6 +99,16 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     w.k = (float *)p;
     p += fe_mha_lines(bkv * head_dim);
     w.v = (float *)p;
+    p += fe_mha_lines(bkv * head_dim);
+    w.st = (float *)p;
+    p += fe_mha_lines(bkv * FE_MHA_LANES);
+    w.qt = (float *)p;
+    p += fe_mha_lines(head_dim * FE_MHA_LANES);
+    w.ot = (float *)p;
+    p += fe_mha_lines(head_dim * FE_MHA_LANES);
+    w.rm = (float *)p;
+    p += fe_mha_lines(FE_MHA_LANES);
+    w.rl = (float *)p;
     return w;
 }
 

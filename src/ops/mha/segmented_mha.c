@@ -33,6 +33,11 @@ static const fe_tunable_decl tunables[] = {
     [MHA_BKV] = {"B_kv", {.kind = FE_DOMAIN_CHOICES, .choices = {16, 32, 64, 128, 256},
                           .n_choices = 5}, 64, true,
                  "keys per block: scores of one block live in the workspace"},
+    [MHA_ROWS] = {"row_block", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
+                  0, true,
+                  "1: an item of >= 4 rows runs a vector of rows at a time, one lane a row "
+                  "(scores by broadcasting keys against q^T, softmax down the keys, no sums "
+                  "across lanes); 0: one row at a time (resolve: 1 where bidirectional)"},
 };
 
 /* Tests and the tuner draw lengths in [0, 40]: empty, single-row and uneven segments, some
@@ -234,6 +239,9 @@ static const fe_case cases[] = {
      .tunables = {{"B_kv", 32}}, .n_tunables = 1},
     {CASE("empty_and_short", 40, 12, 4, 1, 48), .int_lo = 0, .int_hi = 3},
     {CASE("causal", 64, 4, 4, 2, 64), .params = {{"causal", 1}}, .n_params = 1},
+    {CASE("causal_row_block", 64, 4, 4, 2, 64), .params = {{"causal", 1}}, .n_params = 1,
+     .tunables = {{"row_block", 1}}, .n_tunables = 1},
+    {CASE("one_row", 90, 5, 4, 2, 48), .tunables = {{"row_block", 0}}, .n_tunables = 1},
     {CASE("window", 96, 3, 4, 1, 32), .params = {{"window", 5}}, .n_params = 1,
      .int_lo = 20, .int_hi = 40},
     /* all-MiniLM-L6-v2: 12 heads of 32, a batch of 8 sentences of up to 40 tokens, q, k and v
@@ -255,6 +263,7 @@ FE_OP_DEFINE(segmented_mha) {
     .infer = infer,
     .reference = reference,
     .kernels = segmented_mha_kernels, .n_kernels = FE_COUNT(segmented_mha_kernels),
+    .resolve = fe_mha_resolve_rows,
     .cost = cost,
     .workspace = workspace,
     .check = check,
