@@ -566,6 +566,25 @@ static const fe_case cases[] = {
      .extensive = true, .bench = true},
     {.name = "bf16/dot128_2048x8192", SHAPE(128, 2048, 8192), BF16, .absent = PLAIN,
      .extensive = true, .bench = true},
+    /* all-MiniLM-L6-v2 (hidden 384, FFN 1536) at one sentence and at 32 of 128 tokens: the
+     * stacked q|k|v product with its bias, the FFN's first product (bias, GELU erf) and its
+     * second (bias, residual); f32 as the checkpoint stores it, and act_bf16 on bf16 */
+#define MINILM_BENCH(m)                                                                    \
+    {.name = "f32/minilm" #m "_qkv", SHAPE(m, 1152, 384), .absent = NO_RES,                \
+     .extensive = true, .bench = true},                                                    \
+    {.name = "f32/minilm" #m "_ffn_in", SHAPE(m, 1536, 384), .absent = NO_RES,             \
+     .params = {{"activation", GM_ACT_GELU_ERF}}, .n_params = 1, .extensive = true,        \
+     .bench = true},                                                                       \
+    {.name = "f32/minilm" #m "_ffn_out", SHAPE(m, 384, 1536), .extensive = true,           \
+     .bench = true},                                                                       \
+    {.name = "bf16/dot_minilm" #m "_qkv", SHAPE(m, 1152, 384), BF16, .absent = NO_RES,     \
+     .extensive = true, .bench = true},                                                    \
+    {.name = "bf16/dot_minilm" #m "_ffn_in", SHAPE(m, 1536, 384), .absent = NO_RES,        \
+     .params = {{"act_bf16", 1}, {"activation", GM_ACT_GELU_ERF}}, .n_params = 2,          \
+     .extensive = true, .bench = true},                                                    \
+    {.name = "bf16/dot_minilm" #m "_ffn_out", SHAPE(m, 384, 1536), BF16, .extensive = true, \
+     .bench = true}
+    MINILM_BENCH(128), MINILM_BENCH(4096),
     /* block B: f32 widening vs act_int8, SmolLM2 (576, 1536) and Llama-1B (2048, 8192) */
 #define I8_BENCH(dt, m, n, k)                                                              \
     {.name = dt "/" #m "_" #n "x" #k, SHAPE(m, n, k), .absent = PLAIN, .extensive = true,   \

@@ -43,8 +43,9 @@
  * register tiles GM_MR_KQ x GM_NR_KQ).
  *
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
- * long axis of every weight: 576..262144) and split M as well only where that balances
- * better, i.e. when N has few micro-panels per worker (gm_split). */
+ * long axis of every weight: 576..262144) and split M as well where that costs less, B
+ * panels, A panels and tiles counted (gm_split): when N has few micro-panels per worker, or
+ * rows far outnumber columns (every worker packs all of A's rows it multiplies). */
 #ifndef FE_OPS_GEMM_H
 #define FE_OPS_GEMM_H
 

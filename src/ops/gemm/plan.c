@@ -16,21 +16,26 @@ void gm_tile(fe_isa isa, int *mr, int *nr) {
     }
 }
 
-/* Cost of one worker's share on a wm x wn grid, in micro-tile units: its tiles, plus packing
- * its B panels (about one tile's time per panel when widening, more when dequantising). */
-static int64_t grid_cost(int64_t mt, int64_t np, int64_t wm, int64_t wn, int64_t pack) {
-    return ceil_div(np, wn) * (ceil_div(mt, wm) + pack);
+/* Cost of one worker's share on a wm x wn grid, in 1/nr of a micro-tile: its tiles, plus
+ * packing its B panels (about one tile's time per panel when widening, more when
+ * dequantising) and its A panels (an A panel holds mr rows where a B panel holds nr: mr/nr
+ * of a widened B panel). A worker packs every A panel of its rows whatever its columns, so
+ * where rows far outnumber columns (an encoder's batch of sentences against N = 384) the
+ * rows are split too, and each worker reads only its part of A. */
+static int64_t grid_cost(int64_t mt, int64_t np, int64_t wm, int64_t wn, int64_t pack, int mr,
+                         int nr) {
+    return ceil_div(np, wn) * (ceil_div(mt, wm) + pack) * nr + ceil_div(mt, wm) * mr;
 }
 
 /* The worker grid (wm row groups x wn column groups) gm_split gives mt row tiles and np
- * column panels on nth workers: N split first (each worker packs only its own B panels, B
- * is read once in all), M too only where that balances better (few N panels per worker,
- * many rows). */
-static void grid_of(int64_t mt, int64_t np, int nth, int64_t pack, int64_t *wm, int64_t *wn) {
-    int64_t best_m = 1, best_n = 1, best = grid_cost(mt, np, 1, 1, pack);
+ * column panels on nth workers: the cheapest by grid_cost, the one splitting N more among
+ * equals (each worker packs only its own B panels, B is read once in all). */
+static void grid_of(int64_t mt, int64_t np, int nth, int64_t pack, int mr, int nr, int64_t *wm,
+                    int64_t *wn) {
+    int64_t best_m = 1, best_n = 1, best = grid_cost(mt, np, 1, 1, pack, mr, nr);
     for (int64_t n = 1; n <= nth; n++)
         for (int64_t m = 1; m * n <= nth; m++) {
-            int64_t c = grid_cost(mt, np, m, n, pack);
+            int64_t c = grid_cost(mt, np, m, n, pack, mr, nr);
             if (c < best || (c == best && n > best_n)) best = c, best_m = m, best_n = n;
         }
     *wm = best_m, *wn = best_n;
@@ -63,7 +68,7 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
      * N split over the workers, each packs only its share (half the workspace on 2) */
     int64_t np = ceil_div(N, p->nr), widest = 1, wm, wn;
     for (int64_t mt = 1; mt <= ceil_div(M, p->mr); mt++) {
-        grid_of(mt, np, nth < 1 ? 1 : nth, pack_cost(d), &wm, &wn);
+        grid_of(mt, np, nth < 1 ? 1 : nth, pack_cost(d), p->mr, p->nr, &wm, &wn);
         if (ceil_div(np, wn) > widest) widest = ceil_div(np, wn);
     }
     p->nc = min64(p->nc, widest * p->nr);
@@ -94,7 +99,7 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
     int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr);
     if (mt == 0 || np == 0 || nth < 1) return;
     int64_t best_m, best_n;
-    grid_of(mt, np, nth, pack_cost(d), &best_m, &best_n);
+    grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, &best_m, &best_n);
     if (ith >= best_m * best_n) return;
     int64_t t0, t1, q0, q1;
     fe_split(mt, (int)(ith / best_n), (int)best_m, 1, &t0, &t1);
