@@ -411,9 +411,10 @@ FE_API fe_status fe_lm_session_check_determinism(fe_lm_session *s, const int32_t
  * config_sentence_transformers.json (prompts). Or an EmbeddingGemma folder (config.json
  * model_type "gemma3_text": the Gemma 3 body with bidirectional attention, Gemma's
  * SentencePiece tokenizer.json, mean pooling, the Dense layers of 2_Dense/ and 3_Dense/, L2;
- * the vector's width is the last Dense layer's, info.hidden; other poolings and dot_bf16 are
- * refused). Its graph is compiled once for `batch` sentences of at most max_tokens tokens;
- * texts are embedded a batch per call, each sentence's work bounded by its own length. One
+ * the vector's width is the last Dense layer's, info.hidden; other poolings and bf16 dot
+ * products are refused). Its graph is compiled once for `batch` sentences of at most
+ * max_tokens tokens; texts are embedded a batch per call, each sentence's work bounded by its
+ * own length. One
  * caller at a time. */
 
 typedef struct fe_lm_encoder fe_lm_encoder;
@@ -425,6 +426,17 @@ typedef enum fe_lm_pooling {
     FE_LM_POOLING_LAST,
 } fe_lm_pooling;
 
+/* The precision of a BERT-family encoder's products. bf16: the layer matrices rounded to
+ * bf16 once and each product's activations too, summed in f32 (about 1.6x the f32 speed where
+ * the CPU has AVX512_BF16; all-MiniLM-L6-v2's vectors stay within cosine 0.99996 of
+ * sentence-transformers' over its 60-sentence fixture, f32's within 0.9999999). */
+typedef enum fe_lm_encoder_dot {
+    FE_LM_ENCODER_DOT_AUTO = 0, /* bf16 where the device runs AVX512_BF16 kernels, else f32
+                                 * (EmbeddingGemma: f32) */
+    FE_LM_ENCODER_DOT_F32,
+    FE_LM_ENCODER_DOT_BF16,     /* BERT family only (EmbeddingGemma refuses it) */
+} fe_lm_encoder_dot;
+
 typedef struct fe_lm_encoder_options {
     int batch;          /* sentences per graph call, 1..32; 0: 8 */
     int64_t max_tokens; /* tokens a text keeps ([CLS] and [SEP] included), the rest cut; 0:
@@ -432,10 +444,7 @@ typedef struct fe_lm_encoder_options {
                            the model's positions (at most 512) */
     fe_device *device;  /* borrowed, must outlive the encoder; NULL: its own with `threads` */
     int threads;        /* 0: the device's default (FERRUM_WORKERS, else the CPUs) */
-    bool dot_bf16;      /* bf16 dot products: the layer matrices rounded to bf16 once and each
-                           product's activations too, summed in f32 (about twice the f32
-                           speed where the CPU has AVX512_BF16; all-MiniLM-L6-v2's vectors
-                           stay within 5e-5 of the f32 ones in cosine); false: f32 */
+    fe_lm_encoder_dot dot; /* the products' precision; AUTO (0) by default */
 } fe_lm_encoder_options;
 
 FE_API fe_lm_encoder_options fe_lm_encoder_options_default(void);
@@ -459,6 +468,7 @@ typedef struct fe_lm_encoder_info {
     fe_lm_pooling pooling;           /* the model's (never FE_LM_POOLING_MODEL) */
     const char *pooling_name;        /* "mean", "cls", "last" */
     bool normalize;                  /* the model L2-normalises its embeddings */
+    bool dot_bf16;                   /* its products run in bf16 (the option, AUTO resolved) */
     int n_prompts;
     const char *const *prompt_names; /* n_prompts names ("query", ...) */
     const char *default_prompt;      /* a prompt name, or NULL */

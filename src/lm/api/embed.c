@@ -34,6 +34,7 @@ struct fe_lm_encoder {
     fe_wordpiece *tok;
     fe_st_config stc;
     fe_encoder *enc;
+    bool dot_bf16;             /* the BERT encoder's products in bf16 (the option resolved) */
     bool gemma;                /* an EmbeddingGemma folder: the four below, not w/tok/enc */
     fe_embedgemma eg;
     fe_tokenizer *spm;
@@ -85,9 +86,9 @@ static fe_status need(const char *dir, const char *name, char *path, size_t n, f
 static fe_status open_gemma(fe_lm_encoder *e, const char *dir, const fe_lm_encoder_options *o,
                             fe_error *err) {
     char path[4200];
-    if (o->dot_bf16)
+    if (o->dot == FE_LM_ENCODER_DOT_BF16)
         return fe_error_set(err, FE_E_UNSUPPORTED, "%s: bf16 dot products are built for the BERT "
-                            "encoder only; run EmbeddingGemma in f32 (drop --dot bf16)", dir);
+                            "encoder only; run EmbeddingGemma in f32 (--dot f32 or auto)", dir);
     fe_status st = need(dir, "model.safetensors", path, sizeof path, err);
     if (st == FE_OK) st = fe_embedgemma_load(dir, &e->eg, err);
     if (st == FE_OK) st = need(dir, "tokenizer.json", path, sizeof path, err);
@@ -158,7 +159,11 @@ static fe_status open_parts(fe_lm_encoder *e, const fe_lm_encoder_options *o, fe
     fe_encoder_options eo = fe_encoder_options_default();
     eo.max_tokens = max;
     eo.slots = o->batch;
-    eo.dot_bf16 = o->dot_bf16;
+    const fe_device_info *dv = fe_device_get_info(e->dev);
+    e->dot_bf16 = o->dot == FE_LM_ENCODER_DOT_BF16 ||
+                  (o->dot == FE_LM_ENCODER_DOT_AUTO && dv->isa >= FE_ISA_AVX512 &&
+                   dv->features.avx512bf16);
+    eo.dot_bf16 = e->dot_bf16;
     e->vec = fe_malloc((size_t)c.hidden * sizeof *e->vec);
     if (!e->vec) return fe_error_set(err, FE_E_NOMEM, "out of memory");
     return fe_encoder_create(e->dev, &e->w, &eo, &e->enc, err);
@@ -169,10 +174,12 @@ fe_status fe_lm_encoder_open(const char *path, const fe_lm_encoder_options *opts
     if (out) *out = NULL;
     if (!path || !out) return fe_error_set(err, FE_E_INVALID, "fe_lm_encoder_open: give a path and out");
     fe_lm_encoder_options o = opts ? *opts : fe_lm_encoder_options_default();
-    if (o.batch < 0 || o.batch > FE_ENCODER_MAX_SLOTS || o.threads < 0 || o.max_tokens < 0)
-        return fe_error_set(err, FE_E_INVALID, "%s: batch %d, threads %d, max_tokens %lld; give batch "
-                            "0..%d (0: 8), threads >= 0 and max_tokens >= 0 (0: the model's)", path,
-                            o.batch, o.threads, (long long)o.max_tokens, FE_ENCODER_MAX_SLOTS);
+    if (o.batch < 0 || o.batch > FE_ENCODER_MAX_SLOTS || o.threads < 0 || o.max_tokens < 0 ||
+        o.dot < FE_LM_ENCODER_DOT_AUTO || o.dot > FE_LM_ENCODER_DOT_BF16)
+        return fe_error_set(err, FE_E_INVALID, "%s: batch %d, threads %d, max_tokens %lld, dot %d; "
+                            "give batch 0..%d (0: 8), threads >= 0, max_tokens >= 0 (0: the "
+                            "model's) and a dot the header lists", path, o.batch, o.threads,
+                            (long long)o.max_tokens, (int)o.dot, FE_ENCODER_MAX_SLOTS);
     fe_lm_encoder *e = fe_calloc(1, sizeof *e);
     if (!e || !(e->path = fe_strdup(path))) {
         fe_free(e);
@@ -243,7 +250,7 @@ fe_status fe_lm_encoder_get_info(const fe_lm_encoder *e, fe_lm_encoder_info *out
         .path = e->path, .architecture = "bert", .tokenizer = "WordPiece", .vocab = c->vocab,
         .hidden = c->hidden, .n_layers = c->n_layers, .n_heads = c->n_heads, .ffn = c->ffn,
         .max_tokens = e->max_tokens, .batch = fe_encoder_slots(e->enc), .pooling = p,
-        .pooling_name = pooling_names[p], .normalize = e->stc.normalize,
+        .pooling_name = pooling_names[p], .normalize = e->stc.normalize, .dot_bf16 = e->dot_bf16,
         .n_prompts = e->stc.n_prompts, .prompt_names = (const char *const *)e->stc.prompt_name,
         .default_prompt = e->stc.default_prompt, .weight_bytes = bytes,
     };
