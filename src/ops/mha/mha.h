@@ -66,12 +66,12 @@ static inline double fe_mha_scale(const fe_design *d, int64_t head_dim) {
  * running max and sum of each of an item's B_q x group query vectors, and contiguous copies
  * of one block's k and v rows of the item's kv head (B_kv x D each); for the row-blocked
  * path (kernels.inc: a vector of query rows at once, one lane a row) a block's scores
- * down the keys (B_kv x FE_MHA_LANES), the rows' queries and outputs transposed (D x
- * FE_MHA_LANES each) and their running max and sum. Each part starts on a 64-byte line. */
+ * down the keys (B_kv x FE_MHA_LANES) and the rows' queries and outputs transposed (D x
+ * FE_MHA_LANES each). Each part starts on a 64-byte line. */
 #define FE_MHA_LANES 16 /* the widest vector (AVX-512's 16 floats) */
 typedef struct fe_mha_ws {
     float *s, *m, *l, *k, *v;
-    float *st, *qt, *ot, *rm, *rl;
+    float *st, *qt, *ot;
 } fe_mha_ws;
 
 static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 + 63) / 64 * 64; }
@@ -81,7 +81,7 @@ static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
     return fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
            2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(bkv * FE_MHA_LANES) +
-           2 * fe_mha_lines(head_dim * FE_MHA_LANES) + 2 * fe_mha_lines(FE_MHA_LANES);
+           2 * fe_mha_lines(head_dim * FE_MHA_LANES);
 }
 
 /* Worker ith's parts of the workspace at ws. */
@@ -105,10 +105,6 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     w.qt = (float *)p;
     p += fe_mha_lines(head_dim * FE_MHA_LANES);
     w.ot = (float *)p;
-    p += fe_mha_lines(head_dim * FE_MHA_LANES);
-    w.rm = (float *)p;
-    p += fe_mha_lines(FE_MHA_LANES);
-    w.rl = (float *)p;
     return w;
 }
 
