@@ -138,7 +138,8 @@ static int run_shape(fe_device *dev, const shape *s, double peak) {
                (long long)s->hq, (long long)s->hkv, (long long)D, med,
                flops * scale / ts[RUNS - 1] / 1e9, flops * scale / ts[0] / 1e9,
                peak > 0 ? 100 * med / peak : 0, ts[RUNS / 2] * 1e6 / scale,
-               (long long)fe_kernel_tunable(kern, "B_q"), (long long)fe_kernel_tunable(kern, "B_kv"),
+               (long long)fe_kernel_tunable(kern, "B_q"),
+               (long long)fe_kernel_tunable(kern, "B_kv"),
                (long long)fe_kernel_tunable(kern, "row_block"));
     }
 done:

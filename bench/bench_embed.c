@@ -108,7 +108,8 @@ int main(int argc, char **argv) {
         fe_lm_encoder *e[2] = {NULL, NULL}; /* f32, bf16 dot products */
         for (int d = 0; d < 2; d++) {
             fe_lm_encoder_options o = fe_lm_encoder_options_default();
-            o.batch = batch, o.max_tokens = tokens, o.device = dev, o.dot = d ? FE_LM_ENCODER_DOT_BF16 : FE_LM_ENCODER_DOT_F32;
+            o.batch = batch, o.max_tokens = tokens, o.device = dev;
+            o.dot = d ? FE_LM_ENCODER_DOT_BF16 : FE_LM_ENCODER_DOT_F32;
             fe_error err = {0};
             if (fe_lm_encoder_open(model, &o, &e[d], &err) != FE_OK) {
                 fprintf(stderr, "bench_embed: %s (scripts/fetch-model fetches the model)\n", err.message);
