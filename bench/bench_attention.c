@@ -63,6 +63,8 @@ static const shape shapes[] = {
 
 /* Times one shape; returns nonzero when its kernel cannot be made or run. */
 static int run_shape(fe_device *dev, const shape *s, double peak) {
+    fe_kernel *kern = NULL;
+    int rc = 0;
     fe_tensor t[5];
     int n_t;
     const char *op;
@@ -79,7 +81,11 @@ static int run_shape(fe_device *dev, const shape *s, double peak) {
         const int64_t w = (s->hq + 2 * s->hkv) * D, segs = R / s->seg_len;
         qkv = fe_aligned_alloc(64, (size_t)(R * w) * sizeof *qkv);
         lengths = fe_aligned_alloc(64, (size_t)segs * sizeof *lengths);
-        if (!qkv || !lengths || !out) return 1;
+        if (!qkv || !lengths || !out) {
+            printf("  %-20s out of memory for the operands\n", s->name);
+            rc = 1;
+            goto done;
+        }
         for (int64_t i = 0; i < R * w; i++) qkv[i] = uniform();
         for (int64_t i = 0; i < segs; i++) lengths[i] = (int32_t)s->seg_len;
         t[0] = fe_tensor_contiguous(qkv, FE_DTYPE_F32, 3, qsh);
@@ -94,7 +100,11 @@ static int run_shape(fe_device *dev, const shape *s, double peak) {
         k = fe_aligned_alloc(64, (size_t)(R * s->hkv * D) * sizeof *k);
         v = fe_aligned_alloc(64, (size_t)(R * s->hkv * D) * sizeof *v);
         qkv = fe_aligned_alloc(64, qn * sizeof *qkv);
-        if (!k || !v || !qkv || !out) return 1;
+        if (!k || !v || !qkv || !out) {
+            printf("  %-20s out of memory for the operands\n", s->name);
+            rc = 1;
+            goto done;
+        }
         for (size_t i = 0; i < qn; i++) qkv[i] = uniform();
         for (int64_t i = 0; i < R * s->hkv * D; i++) k[i] = uniform(), v[i] = uniform();
         t[0] = fe_tensor_contiguous(qkv, FE_DTYPE_F32, 3, qsh);
@@ -109,8 +119,6 @@ static int run_shape(fe_device *dev, const shape *s, double peak) {
     fe_op_request req = {.op = op, .operands = t, .n_operands = n_t, .params = &causal,
                          .n_params = 1, .tunables = &rows, .n_tunables = s->row_block >= 0};
     fe_error err = {0};
-    fe_kernel *kern = NULL;
-    int rc = 0;
     if (fe_kernel_create(dev, &req, &kern, &err) != FE_OK) {
         printf("  %-20s cannot make the kernel: %s\n", s->name, err.message);
         rc = 1;
