@@ -4,7 +4,8 @@
  * to 8 rows) against batch after batch (batches_per_pass = 1, through a profile), the two
  * alternating step by step in one run so the host's drifting load hits both alike. Printed
  * per B: the median (min-max) ms a step, ms a row, rows a second (the aggregate decode
- * tokens/s the step allows) and the ratio of the medians. With --cpu-time the figures are this
+ * tokens/s the step allows), the ratio of the medians and the steps (barriers) a decode call
+ * runs (the compiled version's runlist). With --cpu-time the figures are this
  * process's CPU seconds a step divided by the workers (less sensitive to the other jobs on a
  * shared host; the pool's waiting counts too). The device line and the load are printed.
  *
@@ -137,9 +138,10 @@ int main(int argc, char **argv) {
         if (status) break;
         for (int i = 0; i < 2; i++) qsort(t[i], (size_t)steps, sizeof(double), cmp_double);
         const double m1 = t[0][steps / 2], mp = t[1][steps / 2];
-        printf("  B=%-2d  pass 1: %7.2f ms (%.2f-%.2f) %6.2f ms/row %6.1f rows/s   passes: %7.2f ms "
-               "(%.2f-%.2f) %6.2f ms/row %6.1f rows/s   %.2fx\n",
-               B, m1, t[0][0], t[0][steps - 1], m1 / B, 1e3 * B / m1, mp, t[1][0],
+        const int n_steps = fe_graph_get_stats(fe_batch_graph(b[1])).last_steps;
+        printf("  B=%-2d  %4d steps  pass 1: %7.2f ms (%.2f-%.2f) %6.2f ms/row %6.1f rows/s   "
+               "passes: %7.2f ms (%.2f-%.2f) %6.2f ms/row %6.1f rows/s   %.2fx\n",
+               B, n_steps, m1, t[0][0], t[0][steps - 1], m1 / B, 1e3 * B / m1, mp, t[1][0],
                t[1][steps - 1], mp / B, 1e3 * B / mp, m1 / mp);
         fflush(stdout);
     }

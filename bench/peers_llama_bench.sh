@@ -9,6 +9,9 @@
 # how) and name them; a peer not given is left out. LLAMA_BENCH_AVX2 and IK_LLAMA_BENCH_AVX2 name
 # the peers' AVX2-only builds (-DGGML_NATIVE=OFF -DGGML_AVX2=ON ... -DGGML_AVX512=OFF), which
 # pair with ferrum's avx2 row on an AVX-512 machine; ratios are printed for every pair present.
+# Both sides are timed warm: llama-bench runs each test once untimed first, and ferrum generate
+# sends one token through the model before the prompt (its default warm-up), so neither prompt
+# pays for the first touch of the mapped weights.
 # On a shared host, where wall-clock rates swing, bench/peers_cpu_time.py compares CPU time.
 #
 #   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \

@@ -6,7 +6,8 @@
  * them), with f32 dot products and with int8 activations (the default over quantised
  * matrices);
  * rows left unused touch no slot; a prompt runs chunk by chunk across calls to the same
- * result; and bad slots, tokens and rows are refused by name. */
+ * result; the steps of a decode call do not grow with its rows (one KVWrite and one SlotMHA
+ * step a layer for all of them); and bad slots, tokens and rows are refused by name. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -322,6 +323,27 @@ static void batch_generations_match_session_generations(void **state) {
     fe_lm_batch_destroy(b);
 }
 
+/* The decode step's KV write and attention are one step each for all rows (KVWrite, SlotMHA):
+ * the steps a decode call runs do not grow with its rows. */
+static void decode_steps_do_not_grow_with_the_rows(void **state) {
+    fixture *f = need(state);
+    int32_t *ids;
+    int64_t n;
+    prompt(f, "Steps for every row", &ids, &n);
+    for (int s = 0; s < SLOTS; s++) prefill(f, s, ids, n, NULL);
+    fe_lm_free(ids);
+    int slots[SLOTS] = {0, 1, 2};
+    int32_t toks[SLOTS] = {1, 2, 3};
+    assert_int_equal(fe_batch_decode(f->b, slots, toks, 1, NULL), FE_OK);
+    int one = fe_graph_get_stats(fe_batch_graph(f->b)).last_steps;
+    assert_int_equal(fe_batch_decode(f->b, slots, toks, SLOTS, NULL), FE_OK);
+    int all = fe_graph_get_stats(fe_batch_graph(f->b)).last_steps;
+    assert_int_equal(all, one);
+    /* a layer: the q, k and v GEMVs, KVWrite, SlotMHA, the output, gated and down GEMVs;
+     * then the gather, the final norm and the head */
+    assert_int_equal(one, 8 * f->m->cfg.n_layers + 3);
+}
+
 static void bad_rows_are_refused_by_name(void **state) {
     fixture *f = need(state);
     int slots[2] = {0, 0};
@@ -346,6 +368,7 @@ int main(void) {
         cmocka_unit_test(many_rows_equal_their_sessions_byte_for_byte),
         cmocka_unit_test(a_prompt_in_pieces_gives_the_same_logits),
         cmocka_unit_test(batch_generations_match_session_generations),
+        cmocka_unit_test(decode_steps_do_not_grow_with_the_rows),
         cmocka_unit_test(bad_rows_are_refused_by_name),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -2,7 +2,7 @@
  * with its arguments as the parser hands them over, on a tiny checkpoint folder (random f32
  * weights, a byte tokenizer with no special tokens, so nothing stops generation but what a
  * test asks for): stop strings and --json, a drawn seed that repeats, -n -1 to the end of the
- * cache, penalties and min_p reaching the sampler, a failed write to stdout, an empty prompt,
+ * cache, penalties and min_p reaching the sampler, a warm-up that changes no output, a failed write to stdout, an empty prompt,
  * and a summary that adds up. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,6 +109,35 @@ static void json_stops_at_a_stop_string_split_across_tokens(void **st) {
     assert_memory_equal(json_string_value(json_object_get(cut, "text")), text, before);
     json_decref(all);
     json_decref(cut);
+}
+
+/* The warm-up (one token through the model before the prompt) changes no output: the same ids
+ * with and without it, for a prompt longer than one token and for one equal to the warm-up's
+ * token, at the default chunk and at chunk 1 (where the warm-up's row is reused). */
+static void the_warm_up_changes_no_output(void **st) {
+    (void)st;
+    const char *prompts[] = {"5,6,7,8,9", "5"};
+    const int64_t chunks[] = {0, 1};
+    for (int i = 0; i < 2; i++)
+        for (int c = 0; c < 2; c++) {
+            gen_args a = args();
+            a.prompt_ids = prompts[i];
+            a.num_tokens = 12;
+            a.chunk = chunks[c];
+            a.json = true;
+            run(&a);
+            if (code) fail_msg("%s", errs);
+            json_t *warm = json_out();
+            assert_true(json_real_value(json_object_get(warm, "warmup_seconds")) > 0);
+            a.no_warmup = true;
+            run(&a);
+            if (code) fail_msg("%s", errs);
+            json_t *cold = json_out();
+            assert_true(json_real_value(json_object_get(cold, "warmup_seconds")) == 0);
+            assert_true(json_equal(json_object_get(warm, "ids"), json_object_get(cold, "ids")));
+            json_decref(warm);
+            json_decref(cold);
+        }
 }
 
 static void a_seed_is_drawn_and_said_and_repeats(void **st) {
@@ -272,6 +301,7 @@ static void a_missing_model_is_named_once(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(json_stops_at_a_stop_string_split_across_tokens),
+        cmocka_unit_test(the_warm_up_changes_no_output),
         cmocka_unit_test(a_seed_is_drawn_and_said_and_repeats),
         cmocka_unit_test(minus_one_generates_until_the_cache_is_full),
         cmocka_unit_test(penalties_and_min_p_reach_the_sampler),

@@ -52,6 +52,9 @@ static int generate_options(gen_parse *p, arg_opt *t) {
             "prompt rows per prefill call: smaller takes less scratch memory, larger amortises "
             "more"),
         FLAG("each-step", &a->each_step, "one dispatch per step instead of one per call"),
+        FLAG("no-warmup", &a->no_warmup, "skip the warm-up (one token through the model before "
+             "the prompt, as llama.cpp's warm-up run, so that the prompt's time is not its first "
+             "touch of the weights and buffers)"),
         STRING("write-safetensors", 0, "DIR",
                &a->write_safetensors, "write the weights (drawn with --random-weights, or loaded "
                "in f32/bf16/f16) to DIR as a Hugging Face folder (model.safetensors, "

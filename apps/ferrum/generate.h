@@ -31,6 +31,7 @@ typedef struct gen_args {
     fe_lm_sampling sampling; /* as asked; its seed is --seed's when seed_given */
     bool seed_given; /* false: a random seed, printed so the run can be repeated */
     bool chat, each_step, check_accuracy, verbose, profile;
+    bool no_warmup; /* --no-warmup: no one-token prefill before the timed run */
     bool json; /* --json: text, ids and timings as one JSON object on stdout */
     int64_t logprobs; /* --logprobs N (with --json): each token's log-probability and the N
                          most likely tokens'; -1: none */

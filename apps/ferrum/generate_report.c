@@ -70,20 +70,22 @@ int gen_report_json(gen_run *r) {
     fputc(']', f);
     if (r->a->logprobs >= 0) write_logprobs(r, f);
     fprintf(f, ", \"prompt_tokens\": %lld, \"generated_tokens\": %lld, \"stop_reason\": \"%s\", "
-            "\"seed\": %llu, \"load_seconds\": %.6f, \"prefill_seconds\": %.6f, "
+            "\"seed\": %llu, \"load_seconds\": %.6f, \"warmup_seconds\": %.6f, \"prefill_seconds\": %.6f, "
             "\"first_token_seconds\": %.6f, \"decode_seconds\": %.6f, "
             "\"decode_tokens_per_second\": %.3f}\n", (long long)g->prompt_tokens,
             (long long)g->generated_tokens, fe_lm_stop_reason_name(g->stop_reason),
             (unsigned long long)r->sampling.seed, (double)(r->t_start - r->t0) / 1e9,
-            g->prefill_seconds, g->first_token_seconds, g->decode_seconds, decode_rate(g));
+            (double)r->warmup_ns / 1e9, g->prefill_seconds, g->first_token_seconds, g->decode_seconds, decode_rate(g));
     return cli_flush_out(r->io, "generate");
 }
 
 void gen_report_summary(const gen_run *r) {
     FILE *f = r->io->err;
     const fe_lm_generate_result *g = &r->res;
-    fprintf(f, "ferrum: load %.2f s | prompt %lld token%s in %.3f s", (double)(r->t_start - r->t0) / 1e9,
-            (long long)g->prompt_tokens, plural(g->prompt_tokens), g->prefill_seconds);
+    fprintf(f, "ferrum: load %.2f s", (double)(r->t_start - r->t0) / 1e9);
+    if (r->warmup_ns) fprintf(f, " (warm-up %.3f s)", (double)r->warmup_ns / 1e9);
+    fprintf(f, " | prompt %lld token%s in %.3f s", (long long)g->prompt_tokens, plural(g->prompt_tokens),
+            g->prefill_seconds);
     if (g->prompt_tokens >= 8) /* fewer is too short a run for a rate */
         fprintf(f, " (%.0f tok/s)", (double)g->prompt_tokens / g->prefill_seconds);
     fprintf(f, " | %lld token%s generated (stop: %s)", (long long)g->generated_tokens,

@@ -20,6 +20,7 @@ typedef struct gen_run {
     fe_lm_sampling sampling;
     fe_lm_generate_result res;
     uint64_t t0, t_start;  /* the run's start, the generate's */
+    uint64_t warmup_ns;    /* the warm-up's time (0: none), inside t_start - t0 */
     int write_errno;       /* a write to stdout failed (errno), 0 when none */
     cli_text text;         /* --json: the text generated */
     int32_t *out;          /* --json: the ids generated (malloc'd) */

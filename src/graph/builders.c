@@ -123,13 +123,15 @@ static void carry_bounds(const fe_trace *t, const fe_tstep *st, fe_view *out) {
 }
 
 /* Output operand i (shape and dtype in c): the view dst when it is the first output and dst
- * is given (it must match), else a new scratch buffer. */
+ * is given (it must match; an output shape_out leaves at rank 0, a cache the op writes rows
+ * of, takes dst's shape, which the op's infer checks at compile), else a new scratch buffer. */
 static bool place_output(fe_trace *t, fe_tstep *st, const fe_op_ctx *c, int i, int dst) {
     const fe_tensor *o = &c->operands[i];
     if (dst) {
         const fe_view *dv = fe_trace_view(t, (fe_h){dst});
-        bool same = dv && dv->rank == o->rank && dv->dtype == o->dtype;
-        for (int d = 0; same && d < o->rank; d++) same = dv->shape[d] == o->shape[d];
+        bool any = o->rank == 0; /* shaped by its destination */
+        bool same = dv && (any || dv->rank == o->rank) && dv->dtype == o->dtype;
+        for (int d = 0; same && !any && d < o->rank; d++) same = dv->shape[d] == o->shape[d];
         if (!same) {
             fe_trace_fail(t, FE_E_SHAPE, "%s: its output does not fit the view it is written "
                           "into (shape or dtype differ); make the destination view match",
@@ -141,7 +143,9 @@ static bool place_output(fe_trace *t, fe_tstep *st, const fe_op_ctx *c, int i, i
     }
     if (o->rank < 1 || !fe_dtype_info(o->dtype)) {
         fe_trace_fail(t, FE_E_SHAPE, "%s: its inputs give no output shape (check their "
-                      "shapes against `ferrum ops %s`)", st->label, st->op->name);
+                      "shapes against `ferrum ops %s`; an output the inputs cannot shape, "
+                      "such as a cache, is written into a view with fe_apply_into)",
+                      st->label, st->op->name);
         return false;
     }
     fe_view ov = {.dtype = o->dtype, .rank = o->rank, .kind = BUF_SCRATCH};

@@ -179,7 +179,8 @@ struct fe_op {
     fe_status (*infer)(fe_op_ctx *c);
     /* Optional. For graphs: fills the output operands' dtype, rank and shape from the inputs
      * and params (c->operands[out] arrive with rank 0). NULL: every output has operand 0's
-     * dtype and shape. */
+     * dtype and shape. An output left at rank 0 (a cache the op writes rows of, whose shape
+     * the inputs do not give) takes the shape of the view it is written into (fe_apply_into). */
     void (*shape_out)(fe_op_ctx *c);
     void (*resolve)(fe_op_ctx *c); /* may be NULL: defaults then */
     void (*reference)(const fe_args *a, const fe_design *d);

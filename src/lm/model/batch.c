@@ -1,7 +1,9 @@
 /* lm/model/batch.c: the causal LM over many sequences (batch.h). The prefill chunk repeats
  * causal.c's prefill steps over the slot's cache (a per-call slot index windows the batched
  * cache), so its numbers are the single-sequence model's; the decode step multiplies B rows
- * at once and attends each row against its own slot. */
+ * at once, writes every row's key and value into its slot in one KVWrite step and attends
+ * every row against its own slot in one SlotMHA step (the rows' slots and positions are
+ * inputs of the call). */
 #include "lm/model/batch.h"
 
 #include <stdio.h>
@@ -21,7 +23,9 @@ struct fe_batch {
     fe_graph *g;
     float *rope;        /* (max_seq_len, head_dim) */
     int32_t *chunk;     /* (C) the prefill input */
-    int32_t *rows;      /* (slots) the decode input */
+    int32_t *rows;      /* (slots) the decode inputs: tokens, */
+    int32_t *slot_of;   /* (slots) each row's slot */
+    int32_t *pos_of;    /* (slots) and position */
     int32_t **history;  /* per slot (max_seq_len): the tokens in its cache */
     int64_t *n_history;
     float *logits;      /* (slots, vocab) */
@@ -71,14 +75,22 @@ static fe_h ffn(fe_trace *t, fe_block_mode mm, int64_t l, fe_h x) {
     return fe_block_project_add(t, mm, a, lw(t, l, "w_down"), x);
 }
 
-/* Slot `slot`'s cache of layer l (K or V): (max_seq_len, n_kv_heads, head_dim). */
-static fe_h slot_cache(fe_trace *t, const fe_batch *b, int64_t l, const char *kv, fe_val slot) {
+/* Layer l's KV cache: (2N, max_seq_len, n_kv_heads, head_dim) over N = slots + 1 (the last
+ * one the sink), slot s's keys at [s] and its values at [N + s] (ops/mha/mha.h). */
+static fe_h layer_cache(fe_trace *t, const fe_batch *b, int64_t l) {
     const fe_lm_config *c = &b->w->cfg;
     char path[64];
-    snprintf(path, sizeof path, "layers.%lld.%s_cache", (long long)l, kv);
-    int64_t all[4] = {b->o.slots + 1, b->o.max_seq_len, c->n_kv_heads, c->head_dim};
-    fe_h cache = fe_state(t, path, FE_DTYPE_F32, 4, all);
-    return fe_reshape(t, fe_at(t, cache, 0, slot, fe_const(1)), 3, all + 1);
+    snprintf(path, sizeof path, "layers.%lld.kv_cache", (long long)l);
+    int64_t all[4] = {2 * (b->o.slots + 1), b->o.max_seq_len, c->n_kv_heads, c->head_dim};
+    return fe_state(t, path, FE_DTYPE_F32, 4, all);
+}
+
+/* Slot `slot`'s K or V cache of layer l: (max_seq_len, n_kv_heads, head_dim). */
+static fe_h slot_cache(fe_trace *t, const fe_batch *b, int64_t l, const char *kv, fe_val slot) {
+    const fe_lm_config *c = &b->w->cfg;
+    int64_t one[3] = {b->o.max_seq_len, c->n_kv_heads, c->head_dim};
+    fe_val at = kv[0] == 'v' ? fe_val_add(slot, b->o.slots + 1) : slot;
+    return fe_reshape(t, fe_at(t, layer_cache(t, b, l), 0, at, fe_const(1)), 3, one);
 }
 
 /* The prefill chunk: causal.c's prefill steps, against slot's cache. */
@@ -117,32 +129,25 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     return fe_trace_status(t);
 }
 
-/* What the per-row steps of a decode layer need. */
+/* What every decode layer reads: the rows' slots and positions (inputs, (B) each), the RoPE
+ * table and its form. */
 typedef struct rows_ctx {
     const fe_batch *b;
     int64_t B;
-    fe_val slot[FE_BATCH_MAX_ROWS], pos[FE_BATCH_MAX_ROWS];
-    fe_h rope, att; /* att: (B, heads, head_dim), the attention of every row */
+    fe_h slots, positions, rope;
     fe_setting form;
 } rows_ctx;
 
-/* Row by row: rotated K and V into the row's slot at its position, its query rotated, its
- * attention over the slot's rows up to it into att[r]. q (B, heads, hd), k, v (B, kv, hd). */
-static void attend_rows(fe_trace *t, const rows_ctx *rc, int64_t l, fe_h q, fe_h k, fe_h v) {
-    for (int r = 0; r < rc->B; r++) {
-        fe_h kc = slot_cache(t, rc->b, l, "k", rc->slot[r]), vc = slot_cache(t, rc->b, l, "v", rc->slot[r]);
-        fe_val row = fe_const(r), one = fe_const(1), pos = rc->pos[r];
-        fe_value_set at = {"pos", pos};
-        fe_h kr[2] = {fe_window(t, k, 0, row, 1, one), rc->rope};
-        fe_apply_into(t, fe_window(t, kc, 0, pos, 1, one), "RoPE", kr, 2, &rc->form, 1, &at, 1);
-        fe_copy_into(t, fe_window(t, vc, 0, pos, 1, one), fe_window(t, v, 0, row, 1, one));
-        fe_h qr[2] = {fe_window(t, q, 0, row, 1, one), rc->rope};
-        fe_h qrow = fe_apply(t, "RoPE", qr, 2, &rc->form, 1, &at, 1);
-        fe_val len = fe_val_add(pos, 1);
-        fe_h att_in[3] = {qrow, fe_bound(t, kc, 0, len), fe_bound(t, vc, 0, len)};
-        fe_value_set off = {"q_offset", pos};
-        fe_apply_into(t, fe_window(t, rc->att, 0, row, 1, one), "MHA", att_in, 3, NULL, 0, &off, 1);
-    }
+/* Every row's key (turned by RoPE) and value into its slot at its position, one KVWrite step;
+ * every row's query turned and attending its slot's keys up to it, one SlotMHA step. Per row
+ * the arithmetic of the single-sequence step's RoPE, KV write and MHA of that row.
+ * q (B, heads, hd), k, v (B, kv, hd); returns the attention (B, heads, hd). */
+static fe_h attend_rows(fe_trace *t, const rows_ctx *rc, int64_t l, fe_h q, fe_h k, fe_h v) {
+    fe_h kv = layer_cache(t, rc->b, l);
+    fe_h write_in[5] = {k, v, rc->slots, rc->positions, rc->rope};
+    fe_apply_into(t, kv, "KVWrite", write_in, 5, &rc->form, 1, NULL, 0);
+    fe_h att_in[5] = {q, kv, rc->slots, rc->positions, rc->rope};
+    return fe_apply(t, "SlotMHA", att_in, 5, &rc->form, 1, NULL, 0);
 }
 
 /* One layer over B rows as causal.c's decode step does it: GEMVs over the rows (the fold
@@ -158,34 +163,25 @@ static fe_h layer_gemv(fe_trace *t, const rows_ctx *rc, fe_block_mode mm, int64_
     fe_h q = fe_reshape(t, fe_block_project(t, mm, none, h, lw(t, l, "wq")), 3, qs);
     fe_h k = fe_reshape(t, fe_block_project(t, mm, none, h, lw(t, l, "wk")), 3, ks);
     fe_h v = fe_reshape(t, fe_block_project(t, mm, none, h, lw(t, l, "wv")), 3, ks);
-    attend_rows(t, rc, l, q, k, v);
-    x = fe_block_project_add(t, mm, fe_reshape(t, rc->att, 2, flat), lw(t, l, "wo"), x);
+    fe_h att = attend_rows(t, rc, l, q, k, v);
+    x = fe_block_project_add(t, mm, fe_reshape(t, att, 2, flat), lw(t, l, "wo"), x);
     h = fe_block_normed(t, mm, x, lw(t, l, "ffn_norm"));
     fe_h a = fe_block_gated(t, mm, h, lw(t, l, "w_gate"), lw(t, l, "w_up"));
     return fe_block_project_add(t, mm, a, lw(t, l, "w_down"), x);
 }
 
-/* The decode step: B rows (the input's length: one version per compiled size), row r in
- * slot "slot<r>" at position "pos<r>". Its products are GEMVs over the rows, each weight
- * block read and decoded once for up to 8 rows (GEMV's batches_per_pass) and bit-identical
- * per row to the single-sequence decode step. */
+/* The decode step: B rows (the inputs' length: one version per compiled size), row r the
+ * token rows[r] in slot slots[r] at position positions[r]. Its products are GEMVs over the
+ * rows, each weight block read and decoded once for up to 8 rows (GEMV's batches_per_pass),
+ * its KV write and attention one step each for all rows; per row bit-identical to the
+ * single-sequence decode step. */
 static fe_status decode_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t shape[FE_MAX_RANK];
     fe_shape(t, fe_input(t, "rows"), shape);
-    rows_ctx rc = {.b = b, .B = shape[0], .rope = fe_weight(t, "rope"),
+    rows_ctx rc = {.b = b, .B = shape[0], .slots = fe_input(t, "slots"),
+                   .positions = fe_input(t, "positions"), .rope = fe_weight(t, "rope"),
                    .form = FE_CHOICE("form", b->w->rope_interleaved ? "interleaved" : "rotate_half")};
-    for (int r = 0; r < rc.B; r++) {
-        char name[24]; /* "slot" or "pos" and an int */
-        snprintf(name, sizeof name, "slot%d", r);
-        rc.slot[r] = fe_scratchpad(t, name);
-        snprintf(name, sizeof name, "pos%d", r);
-        rc.pos[r] = fe_scratchpad(t, name);
-    }
-    int64_t qs[3] = {rc.B, c->n_heads, c->head_dim};
-    char att_name[48];
-    snprintf(att_name, sizeof att_name, "attention_rows_%lld", (long long)rc.B);
-    rc.att = fe_state(t, att_name, FE_DTYPE_F32, 3, qs);
     fe_block_mode mm = {.act_int8 = b->decode_int8, .eps = c->rms_eps,
                         .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_input(t, "rows")); /* (B, hidden) */
@@ -228,6 +224,13 @@ static fe_status set_weights(fe_batch *b) {
     return st == FE_OK ? FE_OK : fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
 }
 
+/* The decode step's inputs for B rows: tokens, slots, positions. */
+static void decode_inputs(fe_batch *b, int64_t B, fe_named_tensor in[3]) {
+    in[0] = (fe_named_tensor){"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &B)};
+    in[1] = (fe_named_tensor){"slots", fe_tensor_contiguous(b->slot_of, FE_DTYPE_I32, 1, &B)};
+    in[2] = (fe_named_tensor){"positions", fe_tensor_contiguous(b->pos_of, FE_DTYPE_I32, 1, &B)};
+}
+
 static fe_status compile_versions(fe_batch *b) {
     fe_compile_options co = fe_compile_options_default();
     co.packaging = b->o.packaging;
@@ -239,8 +242,9 @@ static fe_status compile_versions(fe_batch *b) {
     /* decode versions of 1, 2, 4 ... rows and of every slot: a step with few sequences
      * pays for those, not for every slot */
     for (int64_t B = 1; st == FE_OK; B = B * 2 < b->o.slots ? B * 2 : b->o.slots) {
-        fe_named_tensor decode = {"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &B)};
-        st = fe_graph_compile(b->g, &decode, 1, &co);
+        fe_named_tensor decode[3];
+        decode_inputs(b, B, decode);
+        st = fe_graph_compile(b->g, decode, 3, &co);
         if (B == b->o.slots) break;
     }
     return st == FE_OK ? FE_OK : fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
@@ -276,8 +280,8 @@ fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_ba
     *out = NULL;
     const fe_lm_config *c = &w->cfg;
     if (o->slots < 1 || o->slots > FE_BATCH_MAX_ROWS)
-        return fe_error_set(err, FE_E_INVALID, "batch: %d slots; give 1..%d (two per-call words a "
-                            "row, within a graph's 32)", o->slots, FE_BATCH_MAX_ROWS);
+        return fe_error_set(err, FE_E_INVALID, "batch: %d slots; give 1..%d", o->slots,
+                            FE_BATCH_MAX_ROWS);
     if (o->max_seq_len < 1 || (c->max_context > 0 && o->max_seq_len > c->max_context))
         return fe_error_set(err, FE_E_INVALID, "batch: max_seq_len %lld; give 1..%lld (the model's "
                             "context)", (long long)o->max_seq_len, (long long)c->max_context);
@@ -292,10 +296,13 @@ fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_ba
     b->rope = fe_aligned_alloc(64, (size_t)(b->o.max_seq_len * c->head_dim) * sizeof(float));
     b->chunk = fe_calloc((size_t)b->o.chunk, sizeof *b->chunk);
     b->rows = fe_calloc((size_t)o->slots, sizeof *b->rows);
+    b->slot_of = fe_calloc((size_t)o->slots, sizeof *b->slot_of);
+    b->pos_of = fe_calloc((size_t)o->slots, sizeof *b->pos_of);
     b->history = fe_calloc((size_t)o->slots, sizeof *b->history);
     b->n_history = fe_calloc((size_t)o->slots, sizeof *b->n_history);
     b->logits = fe_calloc((size_t)(o->slots * c->vocab), sizeof(float));
-    bool ok = b->rope && b->chunk && b->rows && b->history && b->n_history && b->logits;
+    bool ok = b->rope && b->chunk && b->rows && b->slot_of && b->pos_of && b->history &&
+              b->n_history && b->logits;
     for (int i = 0; ok && i < o->slots; i++)
         ok = (b->history[i] = fe_calloc((size_t)b->o.max_seq_len, sizeof **b->history)) != NULL;
     if (st == FE_OK && !ok) st = fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
@@ -322,6 +329,8 @@ void fe_batch_destroy(fe_batch *b) {
     fe_free(b->rope);
     fe_free(b->chunk);
     fe_free(b->rows);
+    fe_free(b->slot_of);
+    fe_free(b->pos_of);
     fe_free(b->logits);
     fe_free(b);
 }
@@ -374,8 +383,6 @@ fe_status fe_batch_decode(fe_batch *b, const int *slots, const int32_t *tokens, 
     int B = 1; /* the smallest version that holds the rows */
     while (B < n_rows) B *= 2;
     if (B > b->o.slots) B = b->o.slots;
-    fe_word words[2 * FE_BATCH_MAX_ROWS];
-    char names[2 * FE_BATCH_MAX_ROWS][16];
     bool used[FE_BATCH_MAX_ROWS] = {0};
     for (int r = 0; r < B; r++) {
         int s = r < n_rows ? slots[r] : b->o.slots; /* rows past n_rows: the sink slot */
@@ -396,16 +403,14 @@ fe_status fe_batch_decode(fe_batch *b, const int *slots, const int32_t *tokens, 
                                     "vocabulary of %lld", r, tokens[r], (long long)b->w->cfg.vocab);
         }
         b->rows[r] = r < n_rows ? tokens[r] : 0;
-        snprintf(names[2 * r], sizeof names[0], "slot%d", r);
-        snprintf(names[2 * r + 1], sizeof names[0], "pos%d", r);
-        words[2 * r] = (fe_word){names[2 * r], s};
-        words[2 * r + 1] = (fe_word){names[2 * r + 1], p};
+        b->slot_of[r] = s;
+        b->pos_of[r] = (int32_t)p;
     }
-    int64_t Bn = B;
-    fe_named_tensor in = {"rows", fe_tensor_contiguous(b->rows, FE_DTYPE_I32, 1, &Bn)};
+    fe_named_tensor in[3];
+    decode_inputs(b, B, in);
     fe_tensor outs[1];
     int n_out = 0;
-    fe_status st = fe_graph_call(b->g, &in, 1, words, 2 * B, outs, 1, &n_out);
+    fe_status st = fe_graph_call(b->g, in, 3, NULL, 0, outs, 1, &n_out);
     if (st != FE_OK) return fe_error_set(&b->err, st, "%s", fe_graph_message(b->g));
     memcpy(b->logits, outs[0].data, (size_t)(n_rows * b->w->cfg.vocab) * sizeof(float));
     for (int r = 0; r < n_rows; r++) b->history[slots[r]][b->n_history[slots[r]]++] = tokens[r];

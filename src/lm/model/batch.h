@@ -1,16 +1,17 @@
 /* lm/model/batch.h: the Llama-family causal LM for many sequences at once: one graph over
- * `slots` KV caches (a state (slots + 1, max_seq_len, n_kv_heads, head_dim) per layer and
- * K/V; the extra slot is a sink the unused rows of a decode call write to), with its
- * versions:
+ * `slots` KV caches (a state (2 (slots + 1), max_seq_len, n_kv_heads, head_dim) per layer:
+ * each slot's keys, then each slot's values; the extra slot is a sink the unused rows of a
+ * decode call write to), with its versions:
  * - a prefill chunk of C rows for one slot (a per-call slot index picks its cache): the
  *   same steps as the single-sequence model's prefill (causal.c), so a slot's prompt logits
  *   are bit-identical to a session's;
- * - a batched decode step of B rows, each its own slot and position (2 per-call words a
- *   row): its products are GEMVs over all the rows (each weight block read and decoded once
- *   for up to 8 rows; bit-identical per row to the single-sequence decode step); RoPE,
- *   the KV write and attention run per row against the row's own cache. Compiled for B = 1,
- *   2, 4 ... and every slot; a call takes the smallest that holds its rows (the rows past
- *   them write to the sink).
+ * - a batched decode step of B rows, each its own slot and position (the inputs "slots" and
+ *   "positions" beside the tokens "rows"): its products are GEMVs over all the rows (each
+ *   weight block read and decoded once for up to 8 rows), the KV write of every row one
+ *   KVWrite step and the attention of every row against its own slot one SlotMHA step (RoPE
+ *   inside both); bit-identical per row to the single-sequence decode step. Compiled for
+ *   B = 1, 2, 4 ... and every slot; a call takes the smallest that holds its rows (the rows
+ *   past them write to the sink).
  * Sampling is the caller's (host), from the logits. One caller at a time. */
 #ifndef FE_LM_BATCH_H
 #define FE_LM_BATCH_H
@@ -19,7 +20,7 @@
 #include "lm/model/blocks.h"
 #include "lm/model/weights.h"
 
-/* Rows of one decode call, at most: two per-call words a row, within the graph's 32. */
+/* Slots of one batch, and so rows of one decode call, at most. */
 enum { FE_BATCH_MAX_ROWS = 12 };
 
 typedef struct fe_batch_options {

@@ -1,6 +1,7 @@
-/* ops/mha/mha.h: what the MHA declaration (mha.c) and its kernels (kernels.inc, compiled per
- * ISA) share: indices into params, tunables, extents and per-call values, the key range a
- * query attends, the score scale, and the workspace layout.
+/* ops/mha/mha.h: what the attention declarations (mha.c, segmented_mha.c, slot_mha.c and the
+ * KV cache write, kv_write.c) and their kernels (kernels.inc, compiled per ISA) share:
+ * indices into params, tunables, extents and per-call values, the key range a query
+ * attends, the score scale, and the workspace layout.
  *
  * Operands, all f32, contiguous:
  *   q   (Sq, Hq, D)   query rows; row i sits at position q_offset + i
@@ -15,6 +16,7 @@
 #include <math.h>
 
 #include "ops/op.h"
+#include "ops/rope/rope.h" /* the RoPE forms KVWrite and SlotMHA take */
 
 enum { MHA_P_CAUSAL, MHA_P_WINDOW, MHA_P_SCALE };   /* params */
 enum { MHA_WIDTH, MHA_BQ, MHA_BKV, MHA_ROWS };       /* tunables */
@@ -25,6 +27,38 @@ enum { MHA_V_KV, MHA_V_ROWS, MHA_V_OFFSET };         /* per-call values */
  * are q, k, v, lengths (i32, one per segment), out; q, k, v and out have R rows. */
 enum { SMHA_R, SMHA_D };                             /* extents */
 enum { SMHA_V_ROWS };                                /* per-call values */
+
+/* The slotted KV cache of KVWrite (kv_write.c) and SlotMHA (slot_mha.c), the batched decode
+ * step's: kv (2N, S, Hkv, D) f32 holds N slots of S positions, slot s's keys at kv[s] and its
+ * values at kv[N + s] (each an (S, Hkv, D) cache as MHA reads it). Both ops take B rows, row
+ * r in slot slots[r] at position positions[r] (i32 operands, given per call: the graph's
+ * inputs), and an optional RoPE table (P, D) that turns the row's key (KVWrite) or query
+ * (SlotMHA) at its position, by ops/rope/rotate.inc (RoPE's arithmetic, bit for bit).
+ *   KVWrite  k (B, Hkv, D), v (B, Hkv, D), slots, positions, table -> kv
+ *   SlotMHA  q (B, Hq, D), kv, slots, positions, table -> out (B, Hq, D) */
+enum { KVW_K, KVW_V, KVW_SLOTS, KVW_POSITIONS, KVW_TABLE, KVW_KV };       /* operands */
+enum { SLOT_Q, SLOT_KV, SLOT_SLOTS, SLOT_POSITIONS, SLOT_TABLE, SLOT_OUT }; /* operands */
+enum { KVW_P_FORM };                                 /* KVWrite's params */
+enum { SLOT_P_WINDOW, SLOT_P_SCALE, SLOT_P_FORM };   /* SlotMHA's params */
+enum { SLOT_WIDTH, SLOT_BKV };                       /* SlotMHA's tunables (KVWrite: WIDTH) */
+/* extents of both: B rows, N slots, L positions the cache and the table both hold
+ * (min(S, P); S without a table), D head_dim */
+enum { SLOT_B, SLOT_N, SLOT_L, SLOT_D };
+enum { SLOT_V_ROWS };                                /* per-call values of both */
+
+/* slots.c. Infer's checks of both (kv (2N, S, Hkv, D) with x's head_dim; slots and positions
+ * one a row of x (k or q); a table (P, D) with D even) and their extents. */
+fe_status fe_slot_infer(fe_op_ctx *c, int x, int kv, int slots, int positions, int table);
+/* Every row's slot in [0, N) and position in [0, L), before any work. */
+fe_status fe_slot_rows_check(const fe_args *a, int slots, int positions, char *why,
+                             size_t why_n);
+/* Test shapes: dims = {B, SLOT_CASE_HEADS(N, Hq, Hkv), SLOT_CASE_CACHE(S, P), D / 2}, the
+ * pairs last so the catalog's tile edges vary an even head_dim; P 0: no table. x (k or q) is
+ * (B, Hkv or Hq, D). */
+#define SLOT_CASE_HEADS(n, hq, hkv) ((n) * 1000000 + (hq) * 1000 + (hkv))
+#define SLOT_CASE_CACHE(s, p) ((s) * 10000 + (p))
+void fe_slot_operands(const fe_case *c, int x, int kv, int slots, int positions, int table,
+                      bool x_is_q, fe_tensor *out);
 
 /* The keys [*lo, *hi) a query at position p attends, given kv_valid keys: causal stops at p;
  * a window w > 0 keeps keys within w - 1 of p (causal: (p - w, p]; bidirectional: both
@@ -60,6 +94,20 @@ static inline void fe_mha_resolve_rows(fe_op_ctx *c) {
 static inline double fe_mha_scale(const fe_design *d, int64_t head_dim) {
     double s = d->params[MHA_P_SCALE];
     return s != 0 ? s : 1.0 / sqrt((double)head_dim);
+}
+
+/* The MHA design one SlotMHA item runs under (mha_item, fe_mha_keys and fe_mha_ws read MHA's
+ * indices): causal, SlotMHA's window and scale, its B_kv, one query row per item. A SlotMHA
+ * row thus runs the operations an MHA step of that one row runs, in the same order. */
+static inline fe_design fe_slot_mha_item_design(const fe_design *d) {
+    fe_design m = *d;
+    m.params[MHA_P_CAUSAL] = 1;
+    m.params[MHA_P_WINDOW] = d->params[SLOT_P_WINDOW];
+    m.params[MHA_P_SCALE] = d->params[SLOT_P_SCALE];
+    m.tunables[MHA_WIDTH] = d->tunables[SLOT_WIDTH];
+    m.tunables[MHA_BQ] = 1;
+    m.tunables[MHA_BKV] = d->tunables[SLOT_BKV];
+    return m;
 }
 
 /* One worker's workspace: the scores of one block for up to four heads (4 x B_kv), the
@@ -114,5 +162,18 @@ void fe_mha_avx512(const fe_args *, const fe_design *, int, int);
 void fe_segmented_mha_scalar(const fe_args *, const fe_design *, int, int);
 void fe_segmented_mha_avx2(const fe_args *, const fe_design *, int, int);
 void fe_segmented_mha_avx512(const fe_args *, const fe_design *, int, int);
+void fe_kv_write_scalar(const fe_args *, const fe_design *, int, int);
+void fe_kv_write_avx2(const fe_args *, const fe_design *, int, int);
+void fe_kv_write_avx512(const fe_args *, const fe_design *, int, int);
+void fe_slot_mha_scalar(const fe_args *, const fe_design *, int, int);
+void fe_slot_mha_avx2(const fe_args *, const fe_design *, int, int);
+void fe_slot_mha_avx512(const fe_args *, const fe_design *, int, int);
+
+/* SlotMHA's workspace per worker: an MHA item's (fe_mha_ws, for the item design) and the
+ * row's Hq query heads turned by RoPE (Hq x D), each on 64-byte lines. */
+static inline size_t fe_slot_mha_ws_per_worker(const fe_design *item, int64_t Hq,
+                                               int64_t group, int64_t head_dim) {
+    return fe_mha_ws_per_worker(item, group, head_dim) + fe_mha_lines(Hq * head_dim);
+}
 
 #endif
