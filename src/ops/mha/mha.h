@@ -107,6 +107,7 @@ static inline fe_design fe_slot_mha_item_design(const fe_design *d) {
     m.tunables[MHA_WIDTH] = d->tunables[SLOT_WIDTH];
     m.tunables[MHA_BQ] = 1;
     m.tunables[MHA_BKV] = d->tunables[SLOT_BKV];
+    m.tunables[MHA_ROWS] = 0; /* an item is one row */
     return m;
 }
 
