@@ -354,7 +354,9 @@ def group_faults(a):
                                                                     temperature=0, stream=True) if ch.choices]
         waited = time.time() - t0
         hold.join(120)
-        claim(waited > 2, f"the stream waited {waited:.1f} s behind the holder, more than the 1 s timeout")
+        # past the 1 s timeout with a margin; not "> 2 s": the holder's answer may end at its
+        # end of sequence well before 400 tokens, and a quiet machine writes it in ~2 s
+        claim(waited > 1.5, f"the stream waited {waited:.1f} s behind the holder, well past the 1 s timeout")
         claim("".join(parts).startswith(" 4"), f"the queued stream got its answer: {parts!r}")
         claim(held and held[0].usage.completion_tokens > 8, "the holder's whole answer, seconds long, came too")
     finally:
