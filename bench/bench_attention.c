@@ -8,8 +8,9 @@
  *     batch 1 and batch 32), and 8 sentences of 40;
  *   - MHA over a causal prompt chunk of 256 rows at the start of the cache: Llama 3.2 1B
  *     (32 q heads, 8 kv heads, head_dim 64) and SmolLM2-135M (9 q heads, 3 kv heads, 64);
- * each in the path resolve picks (row_block: row-blocked where bidirectional, one row at a
- * time where causal) and in the other ("1 row" and "block" lines).
+ * each in the path resolve picks (row_block: row-blocked where bidirectional or for 16 rows
+ * and more, one row at a time for a causal decode step) and in the other (the "1 row"
+ * lines).
  * Each line gives GFLOP/s (fe_kernel_cost flops / time: 4 D + 4 per attended row, head and
  * key), median of the calls with the slowest..fastest spread, and the share of the FMA peak
  * measured in the same run (bench/support/peak.c).
@@ -56,9 +57,9 @@ static const shape shapes[] = {
     {"minilm 8 x 40", true, 320, 12, 12, 32, 40, -1},
     {"minilm 32x128 1 row", true, 4096, 12, 12, 32, 128, 0},
     {"llama-1b chunk 256", false, 256, 32, 8, 64, 0, -1},
-    {"llama-1b chunk block", false, 256, 32, 8, 64, 0, 1},
+    {"llama-1b chunk 1 row", false, 256, 32, 8, 64, 0, 0},
     {"smollm2 chunk 256", false, 256, 9, 3, 64, 0, -1},
-    {"smollm2 chunk block", false, 256, 9, 3, 64, 0, 1},
+    {"smollm2 chunk 1 row", false, 256, 9, 3, 64, 0, 0},
 };
 
 /* Times one shape; returns nonzero when its kernel cannot be made or run. */

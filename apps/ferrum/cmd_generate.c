@@ -48,9 +48,9 @@ static int generate_options(gen_parse *p, arg_opt *t) {
         INT("max-seq-len", 'c', "N", &a->max_seq_len, 1, 1 << 24,
             "the prompt plus -n, rounded up to 256 (-n -1: 4096); at most the model's context",
             "the context: KV cache rows"),
-        INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
+        INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "512, at most the context",
             "prompt rows per prefill call: smaller takes less scratch memory, larger amortises "
-            "more"),
+            "more (each call reads every weight once)"),
         FLAG("each-step", &a->each_step, "one dispatch per step instead of one per call"),
         FLAG("no-warmup", &a->no_warmup, "skip the warm-up (one token through the model before "
              "the prompt, as llama.cpp's warm-up run, so that the prompt's time is not its first "

@@ -321,7 +321,7 @@ done:
 
 int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
     tune_model_args a = {.model = model_args_default(), .packaging = "fused", .context = 1024,
-                         .chunk = 256, .budget = 300};
+                         .chunk = 512, .budget = 300};
     arg_opt opts[MODEL_MAX_OPTS + 9];
     int n = model_options(&a.model, true, opts);
     const arg_opt more[] = {
@@ -333,7 +333,7 @@ int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
         {"context", 0, ARG_INT, "N", "positions the calls are priced over: the decode step at "
          "four points across [0, N), the prefill chunk at four starts up to N - chunk; also "
          "the session's cache rows", "1024", .lo = 2, .hi = 1 << 20, .i = &a.context},
-        {"chunk", 0, ARG_INT, "N", "prefill rows per call, as generate's", "256", .lo = 1,
+        {"chunk", 0, ARG_INT, "N", "prefill rows per call, as generate's", "512", .lo = 1,
          .hi = 1 << 16, .i = &a.chunk},
         {"budget-ms", 0, ARG_FLOAT, "MS", "time one figure may take before its repeats stop",
          "300", .flo = 1, .fhi = 60000, .f = &a.budget},

@@ -223,7 +223,7 @@ FE_API fe_lm_sampling fe_lm_sampling_default(void);
 
 typedef struct fe_lm_session_options {
     int64_t max_seq_len;  /* KV cache rows; 0: min(4096, the model's context) */
-    int64_t chunk;        /* prefill rows per call; 0: 256 */
+    int64_t chunk;        /* prefill rows per call; 0: 512 (at most max_seq_len) */
     fe_lm_prefill_dot prefill_dot;
     fe_lm_decode_dot decode_dot;
     bool each_step;       /* one dispatch per step instead of per call */

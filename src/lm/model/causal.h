@@ -12,7 +12,7 @@
 
 typedef struct fe_causal_options {
     int64_t max_seq_len; /* KV cache rows; 0: min(4096, the model's context) */
-    int64_t chunk;       /* prefill rows per call; 0: 256 */
+    int64_t chunk;       /* prefill rows per call; 0: 512 (at most max_seq_len) */
     double temperature;  /* 0: greedy */
     int64_t top_k;       /* 0: off */
     double top_p;        /* 1: off */

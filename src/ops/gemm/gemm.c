@@ -168,8 +168,34 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
  * share of the LLC (re-read once per A panel; larger NC repacks A less often). bf16_dot = 2:
  * six B rows of KC bf16 in half of L1 (they stay there through a sweep of A's rows), the
  * MC x KC bf16 A block in half of L2, and NC B rows of KC in a share of the LLC (re-read
- * from there by the next row block). */
+ * from there by the next row block). act_int8's panels: resolve_int8_blocks, below. */
+
+/* act_int8 over q8_0 / q4_0 / q4_1 (int8.inc) packs B at 1.25 bytes a weight
+ * (GM_I8_BLOCK_WORDS words per column and 32-block) and keeps A as int8, so the f32 path's
+ * sizes (an MR x KC f32 A panel in 2/3 of L1: KC 384 on AVX-512; KC x NC floats in the LLC:
+ * NC 2048) do not fit it: KC (unless given) puts one NRI-column B panel in 2/3 of L1, and on
+ * AVX-512 NC (unless given) the packed NC x KC block in a third of L2, where the row tiles'
+ * sweeps read it again. One worker, CPU time, alternated call by call, 20 distinct B a run
+ * so that they come from memory as a model's do, against KC 384 / NC 2048: q4_1 512 x 1536 x
+ * 576 +4.7 %, 512 x 576 x 1536 +5.6 %, q8_0 512 x 2048 x 2048 +6.1 %, 512 x 2048 x 8192
+ * +1.5 %; AVX2's half-rate tile ran 0-6 % slower at NC 512, so it keeps the LLC's share. */
+static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, double l1,
+                                double l2) {
+    const fe_dtype bdt = c->operands[GM_B].dtype;
+    if (c->params[GM_P_INT8] == 0 || fe_kq_serves(bdt) || c->dev->isa < FE_ISA_AVX2) return;
+    const double col = GM_I8_BLOCK_WORDS * 4.0 / GM_KSTEP; /* bytes a weight, packed */
+    const int nr = c->dev->isa >= FE_ISA_AVX512 ? GM_NR_I8_AVX512 : GM_NR_I8_AVX2;
+    if (!kc_given) {
+        c->tunables[GM_KC] = fit_choice(&tunables[GM_KC], col * nr, l1 * 2 / 3);
+        if (c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
+    }
+    if (!nc_given && c->dev->isa >= FE_ISA_AVX512)
+        c->tunables[GM_NC] =
+            fit_choice(&tunables[GM_NC], col * (double)c->tunables[GM_KC], l2 / 3);
+}
+
 static void resolve(fe_op_ctx *c) {
+    const bool kc_given = c->tunable_set[GM_KC], nc_given = c->tunable_set[GM_NC];
     bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512bf16;
     if (!c->tunable_set[GM_DOT] || !can) {
@@ -209,6 +235,7 @@ static void resolve(fe_op_ctx *c) {
                                                l3 / (4.0 * workers));
         c->tunable_set[GM_NC] = true;
     }
+    resolve_int8_blocks(c, kc_given, nc_given, l1, l2);
 }
 
 static double act_ref(double x, int act) {

@@ -78,11 +78,9 @@ static inline void fe_mha_keys(const fe_design *d, int64_t kv, int64_t p, int64_
     *hi = h;
 }
 
-/* row_block's default (resolve, both declarations): the row-blocked path where attention
- * is bidirectional (encoders), one row at a time where it is causal. Causal prefill keeps the
- * one-row path's rounding, which the greedy answers pinned by tests were made with (an int8
- * prefill turns a change of 1e-6 in attention into a different near tie); the row-blocked
- * path serves it as well, where a call site or a profile asks. */
+/* row_block's default for SegmentedMHA: the row-blocked path where attention is
+ * bidirectional (encoders), one row at a time where it is causal. (MHA's resolve, mha.c,
+ * takes the row-blocked path for causal prefill chunks as well.) */
 static inline void fe_mha_resolve_rows(fe_op_ctx *c) {
     if (!c->tunable_set[MHA_ROWS]) {
         c->tunables[MHA_ROWS] = c->params[MHA_P_CAUSAL] == 0;
