@@ -8,7 +8,8 @@
  * transpose, nibbles split), the scales gathered once, and each x row then takes 8 vpdpbusd
  * (x's 4 bytes broadcast), one conversion, one product and two FMAs for 512 multiply-adds.
  * Each output's sum runs block after block (an order of its own, so not bit-identical to
- * the one-row GEMV; checked here against a double reference within 1e-5 relative).
+ * the one-row GEMV; checked here against a double reference within 1e-5 relative), and
+ * each x row's y is the same bytes at every B (checked: B = 1, 2, 4, 8 against 12).
  *
  * Timed, one worker (the prototype is single-threaded; give FERRUM_WORKERS=1 so the GEMV
  * beside it also runs on one), CPU time, alternating with ferrum's GEMV at batches_per_pass 8
@@ -246,6 +247,15 @@ static int bench(fe_device *dev, const char *name, int64_t N, int64_t K) {
             worst = e > worst ? e : worst;
             worst = e2 > worst ? e2 : worst;
         }
+    /* outputs in lanes: each x row's y is the same bytes whatever the rows beside it */
+    for (int64_t B = 1; B < MAX_B; B *= 2) {
+        packed_q4_1(pk, N, K, &q, B, y1);
+        if (memcmp(y1, y2, (size_t)(B * N) * 4) != 0) {
+            printf("  %s: the packed panel's y at B=%lld differs from B=%d's\n", name, (long long)B, MAX_B);
+            status = 1;
+        }
+    }
+    panel_q4_1(w, N, K, &q, MAX_B, y1);
     if (worst > 1e-5) {
         printf("  %s: panel differs from the reference by %.3g (relative)\n", name, worst);
         status = 1;
