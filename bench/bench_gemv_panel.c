@@ -14,7 +14,9 @@
  * Timed, one worker (the prototype is single-threaded; give FERRUM_WORKERS=1 so the GEMV
  * beside it also runs on one), CPU time, alternating with ferrum's GEMV at batches_per_pass 8
  * on the same W and x: SmolLM2-135M's gate (1536x576), down (576x1536) and head (49152x576) at
- * B = 1, 2, 4, 8, 12. Both include x's quantisation; neither the epilogue.
+ * B = 1, 2, 4, 8, 12 with W warm, then a decode step's 211 GEMVs with W streamed from memory.
+ * Both include x's quantisation (the prototype's in AVX-512, as the GEMV's); neither the
+ * epilogue.
  *
  * Usage: FERRUM_WORKERS=1 bench_gemv_panel */
 #include <immintrin.h>
@@ -42,15 +44,26 @@ typedef struct qx {
     float *dx, *xt;
 } qx;
 
-static void quant_rows(const float *x, int64_t B, int64_t K, qx *out) {
+/* fe_gemv_quant_x's bytes and scales (the avx512 GEMV's in-register form of it), plus each
+ * block's dx * sum(q) */
+PANEL static void quant_rows(const float *x, int64_t B, int64_t K, qx *out) {
+    const __m512 lim = _mm512_set1_ps(127.0f), nlim = _mm512_set1_ps(-127.0f);
     for (int64_t b = 0; b < B; b++) {
         int8_t *q = out->q + b * K;
         float *dx = out->dx + b * (K / 32), *xt = out->xt + b * (K / 32);
-        fe_gemv_quant_x(x + b * K, K, q, dx);
-        for (int64_t j = 0; j < K / 32; j++) {
-            int32_t t = 0;
-            for (int i = 0; i < 32; i++) t += q[32 * j + i];
-            xt[j] = dx[j] * (float)t;
+        const float *xb = x + b * K;
+        for (int64_t k = 0; k < K / 32; k++) {
+            const __m512 v0 = _mm512_loadu_ps(xb + 32 * k), v1 = _mm512_loadu_ps(xb + 32 * k + 16);
+            const __m512 m = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
+            const float amax = _mm512_reduce_max_ps(m);
+            const float dk = amax / 127.0f, id = dk != 0.0f ? 1.0f / dk : 0.0f;
+            const __m512 vid = _mm512_set1_ps(id);
+            const __m512i q0 = _mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(v0, vid), lim), nlim));
+            const __m512i q1 = _mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(v1, vid), lim), nlim));
+            _mm_storeu_si128((__m128i *)(q + 32 * k), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(q + 32 * k + 16), _mm512_cvtepi32_epi8(q1));
+            dx[k] = dk;
+            xt[k] = dk * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
         }
     }
 }
@@ -314,6 +327,114 @@ static int bench(fe_device *dev, const char *name, int64_t N, int64_t K) {
     return status;
 }
 
+/* A decode step's GEMVs as SmolLM2-135M has them (30 layers of q, k, v, o, gate, up, down,
+ * then the head; every matrix its own W, 84 MB of q4_1 in all, so W streams from memory as in
+ * the model), plain act_int8 GEMVs without the fused prologue and epilogues: ferrum's GEMV
+ * (passes of 8) against packed panels, alternating, ms per step at each B. */
+typedef struct mat {
+    int64_t N, K;
+    fe_block_q4_1 *w;
+    unsigned char *pk;
+} mat;
+
+static int bench_step(fe_device *dev) {
+    enum { LAYERS = 30, PER = 7, NMAT = LAYERS * PER + 1, STEP_RUNS = 9 };
+    static const int64_t shp[PER][2] = {{576, 576}, {192, 576}, {192, 576}, {576, 576},
+                                        {1536, 576}, {1536, 576}, {576, 1536}};
+    mat m[NMAT];
+    int status = 0;
+    for (int i = 0; i < NMAT; i++) {
+        m[i].N = i < NMAT - 1 ? shp[i % PER][0] : 49152;
+        m[i].K = i < NMAT - 1 ? shp[i % PER][1] : 576;
+        const size_t wb = fe_dtype_bytes(FE_DTYPE_Q4_1, m[i].N * m[i].K);
+        m[i].w = fe_aligned_alloc(64, wb);
+        m[i].pk = fe_aligned_alloc(64, wb);
+        if (!m[i].w || !m[i].pk) {
+            printf("  step: out of memory\n");
+            return 1;
+        }
+        for (int64_t b = 0; b < m[i].N * m[i].K / 32; b++) {
+            m[i].w[b].d = fe_f32_to_f16(0.001f * (float)(1 + next_byte() % 16));
+            m[i].w[b].m = fe_f32_to_f16(-0.001f * (float)(1 + next_byte() % 16));
+            for (int j = 0; j < 16; j++) m[i].w[b].qs[j] = next_byte();
+        }
+        pack_q4_1(m[i].w, m[i].N, m[i].K, m[i].pk);
+    }
+    float *x = fe_aligned_alloc(64, (size_t)(MAX_B * 1536) * 4);
+    float *y = fe_aligned_alloc(64, (size_t)(MAX_B * 49152) * 4);
+    qx q = {fe_aligned_alloc(64, (size_t)(MAX_B * 1536)), fe_aligned_alloc(64, (size_t)(MAX_B * 48) * 4),
+            fe_aligned_alloc(64, (size_t)(MAX_B * 48) * 4)};
+    for (int64_t i = 0; i < MAX_B * 1536; i++) x[i] = (float)(next_byte() % 200) / 100.0f - 1.0f;
+    const int64_t Bs[5] = {1, 2, 4, 8, 12};
+    for (int bi = 0; bi < 5 && !status; bi++) {
+        const int64_t B = Bs[bi];
+        /* one kernel per distinct (N, K), W pointed at each matrix per call */
+        const int64_t dims[4][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}};
+        fe_kernel *k[5] = {0};
+        for (int d = 0; d < 5 && !status; d++) {
+            const int64_t nk[2] = {d < 4 ? dims[d][0] : 49152, d < 4 ? dims[d][1] : 576};
+            const int64_t xk[2] = {B, nk[1]}, yn[2] = {B, nk[0]};
+            fe_tensor ops[6] = {fe_tensor_contiguous(m[0].w, FE_DTYPE_Q4_1, 2, nk),
+                                fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xk), {.rank = 0},
+                                {.rank = 0}, {.rank = 0}, fe_tensor_contiguous(y, FE_DTYPE_F32, 2, yn)};
+            const fe_setting params[1] = {{"act_int8", 1}};
+            const fe_setting tun[1] = {{"batches_per_pass", 8}};
+            fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6, .params = params,
+                                 .n_params = 1, .tunables = tun, .n_tunables = 1};
+            fe_error err = {0};
+            if (fe_kernel_create(dev, &req, &k[d], &err) != FE_OK) {
+                printf("  step: cannot make the GEMV: %s\n", err.message);
+                status = 1;
+            }
+        }
+        double t[3][STEP_RUNS];
+        for (int run = 0; run <= STEP_RUNS && !status; run++) { /* run 0 warms up */
+            const double a = fe_peak_clock_s();
+            for (int i = 0; i < NMAT; i++) {
+                const int d = i == NMAT - 1 ? 4 : m[i].N == 192 ? 1 : m[i].N == 1536 ? 2 : m[i].K == 1536 ? 3 : 0;
+                const int64_t nk[2] = {m[i].N, m[i].K}, xk[2] = {B, m[i].K}, yn[2] = {B, m[i].N};
+                fe_tensor ops[6] = {fe_tensor_contiguous(m[i].w, FE_DTYPE_Q4_1, 2, nk),
+                                    fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xk), {.rank = 0},
+                                    {.rank = 0}, {.rank = 0}, fe_tensor_contiguous(y, FE_DTYPE_F32, 2, yn)};
+                if (fe_kernel_run(k[d], ops, 6, NULL, 0) != FE_OK) status = 1;
+            }
+            const double b = fe_peak_clock_s();
+            for (int i = 0; i < NMAT; i++) {
+                quant_rows(x, B, m[i].K, &q);
+                packed_q4_1(m[i].pk, m[i].N, m[i].K, &q, B, y);
+            }
+            const double c = fe_peak_clock_s();
+            for (int i = 0; i < NMAT; i++) quant_rows(x, B, m[i].K, &q);
+            const double e = fe_peak_clock_s();
+            if (run > 0) {
+                t[0][run - 1] = (b - a) * 1e3;
+                t[1][run - 1] = (c - b) * 1e3;
+                t[2][run - 1] = (e - c) * 1e3;
+            }
+        }
+        for (int d = 0; d < 5; d++) fe_kernel_destroy(k[d]);
+        if (status) break;
+        for (int i = 0; i < 3; i++) qsort(t[i], STEP_RUNS, sizeof(double), cmp_double);
+        printf("  step  B=%-2lld  passes %7.2f ms (%.2f-%.2f) %6.1f rows/s   packed panel %7.2f ms "
+               "(%.2f-%.2f) %6.1f rows/s   %.2fx   (its x quantisation alone: %.2f ms)\n",
+               (long long)B, t[0][STEP_RUNS / 2], t[0][0], t[0][STEP_RUNS - 1],
+               1e3 * (double)B / t[0][STEP_RUNS / 2], t[1][STEP_RUNS / 2], t[1][0],
+               t[1][STEP_RUNS - 1], 1e3 * (double)B / t[1][STEP_RUNS / 2],
+               t[0][STEP_RUNS / 2] / t[1][STEP_RUNS / 2], t[2][STEP_RUNS / 2]);
+        fflush(stdout);
+    }
+    for (int i = 0; i < NMAT; i++) {
+        fe_free(m[i].w);
+        fe_free(m[i].pk);
+    }
+    fe_free(x);
+    fe_free(y);
+    fe_free(q.q);
+    fe_free(q.dx);
+    fe_free(q.xt);
+    return status;
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     if (argc > 1) {
@@ -336,6 +457,9 @@ int main(int argc, char **argv) {
     status |= bench(dev, "gate", 1536, 576);
     status |= bench(dev, "down", 576, 1536);
     status |= bench(dev, "head", 49152, 576);
+    printf("a decode step's GEMVs (SmolLM2-135M's 211 matrices, W streamed), ms per step, median "
+           "(min-max) of 9:\n");
+    status |= bench_step(dev);
     bench_print_load("end");
     fe_device_destroy(dev);
     return status;
