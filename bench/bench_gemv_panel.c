@@ -1,11 +1,13 @@
 /* bench/bench_gemv_panel.c: an experiment for issue 13's 3x, not a kernel of ferrum: how fast a
- * GEMV over B x rows could be with act_int8 q4_1 weights read in their stored form when the
- * vector lanes hold 16 outputs (W rows) instead of 16 partial sums of one row. The GEMV batch
+ * GEMV over B x rows could be with act_int8 q4_1 weights when the vector lanes hold 16
+ * outputs (W rows) instead of 16 partial sums of one row, W read in its stored form or packed
+ * once into panels (pack_q4_1: what a load-time pack would give). The GEMV batch
  * passes (ops/gemv, avx512_batches.inc) keep the one-row kernel's lanes (so every batch's y is
  * bit-identical to the one-row GEMV), and pay per (row, batch, pair of blocks) a vpdpbusd, a
  * conversion, a scale product and an FMA: ~5 512-bit operations for 64 multiply-adds. Here,
- * per 16 rows and block, the rows' nibbles are transposed once (16 loads, a 4x4 dword
- * transpose, nibbles split), the scales gathered once, and each x row then takes 8 vpdpbusd
+ * per 16 rows and block, the rows' nibbles are transposed once (stored form: 16 loads, a 4x4
+ * dword transpose, the scales gathered; panels: 4 loads), split into low and high nibbles,
+ * and each x row then takes 8 vpdpbusd
  * (x's 4 bytes broadcast), one conversion, one product and two FMAs for 512 multiply-adds.
  * Each output's sum runs block after block (an order of its own, so not bit-identical to
  * the one-row GEMV; checked here against a double reference within 1e-5 relative), and
