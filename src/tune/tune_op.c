@@ -56,11 +56,10 @@ static void layouts_free(void *(*lay)[FE_MAX_OPERANDS], int sets) {
 }
 
 /* The layouts k reads its constant inputs from, made once for every set of b's inputs (as
- * a plan makes them for its weights); *out NULL when k reads every input as stored. */
+ * a plan makes them for its weights). */
 static fe_status layouts_make(fe_kernel *k, const fe_tune_shape *s, const fe_tune_buffers *b,
                               void *(**out)[FE_MAX_OPERANDS], fe_error *err) {
     *out = NULL;
-    if (!reads_layouts(k, s)) return FE_OK;
     int sets = b->n_sets > 1 ? b->n_sets : 1;
     void *(*lay)[FE_MAX_OPERANDS] = fe_calloc((size_t)sets, sizeof *lay);
     if (!lay) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for layouts");
@@ -140,16 +139,15 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
     snprintf(label, sizeof label, "%s %s", op->name, row->setting);
     int64_t seen[FE_TUNE_MAX_POINTS + LADDER_STEPS][FE_MAX_VALUES];
     void *(*lay)[FE_MAX_OPERANDS] = NULL; /* made at the first point measured */
-    bool laid_out = false;
+    /* a design read from layouts costs other than the same design packing per call */
+    const uint64_t laid = reads_layouts(k, s) ? 0x1a7d0a75ull : 0;
     fe_cost_figure seen_fig[sizeof seen / sizeof seen[0]];
     for (int step = 0; step < steps; step++) {
         int64_t vals[FE_MAX_VALUES] = {0};
         values_at(s, fe_kernel_extents(k), step, vals);
         memcpy(seen[step], vals, sizeof vals);
-        /* a design read from layouts costs other than the same design packing per call */
         fe_cost_key key = {.design = fe_kernel_design_key(k), .n_values = op->n_values,
-                           .input_hash = b->input_hash ^
-                                         (reads_layouts(k, s) ? 0x1a7d0a75ull : 0)};
+                           .input_hash = b->input_hash ^ laid};
         memcpy(key.values, vals, (size_t)op->n_values * sizeof *vals);
         fe_cost_figure f;
         bool hit = false;
@@ -175,10 +173,9 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             if (o->progress)
                 fprintf(o->progress, "tune %s: measuring %s%s\n", op->name, row->setting,
                         steps > 1 ? " (ladder)" : "");
-            if (!laid_out) {
+            if (laid && !lay) {
                 fe_status st = layouts_make(k, s, b, &lay, err);
                 if (st != FE_OK) return st;
-                laid_out = true;
             }
             run_ctx rc = {.k = k, .b = b, .lay = lay, .n_t = op->n_operands, .values = vals,
                           .n_values = op->n_values};
