@@ -164,8 +164,12 @@ typedef bool (*fe_fold_price_fn)(void *user, const fe_fold_site *site);
  * panels), made once from the weight's data when a version compiles and kept beside the
  * weight. A graph keeps its own store of them unless its compile options name one that
  * several graphs share (the sessions of one model read the same weights): each layout is
- * then made once for all of them. A shared store must outlive every graph that uses it;
- * it is safe to compile graphs that share it from several threads. */
+ * then made once for all of them. A shared store must outlive every graph that uses it,
+ * and serves the weights of one owner (a model): a layout is found again by the weight's
+ * address, dtype, shape and strides, so memory freed and reused for other weights while the
+ * store lives would read a stale layout. It is safe to compile graphs that share it from
+ * several threads (one compile lays out at a time). A layout costs its bytes beside the
+ * weight, which stays where its owner put it (other steps, e.g. a decode GEMV, read it). */
 typedef struct fe_layout_store fe_layout_store;
 /* Caller fe_layout_store_destroy()s, after the graphs that use it. */
 FE_API fe_status fe_layout_store_create(fe_layout_store **out, fe_error *err);
