@@ -226,7 +226,10 @@ static void the_public_api_embeds_the_fixture(void **state) {
 /* bf16 dot products (matrices and activations rounded to bf16, sums in f32; the default
  * where the CPU has AVX512_BF16): every vector still at cosine >= 0.9999 to
  * sentence-transformers', as f32's, and not bit-equal to the f32 path (the option changes the
- * design) */
+ * design). Where the CPU has AVX512_BF16 the GEMMs read their matrices from layouts the
+ * encoder's graph made once at open (bf16_dot = 1's k-pair panels: the six layers' q|k|v,
+ * output, FFN in and out, N x K x 2 bytes each, every N a multiple of 32), and embedding adds
+ * none: nothing of the weights is packed per call. */
 static void bf16_dot_products_stay_close(void **state) {
     minilm *m = *state;
     if (!m) return;
@@ -235,6 +238,10 @@ static void bf16_dot_products_stay_close(void **state) {
     fe_lm_encoder_options o = fe_lm_encoder_options_default();
     o.device = test_dev, o.dot = FE_LM_ENCODER_DOT_BF16, o.batch = 16;
     if (fe_lm_encoder_open(lmfix_need_minilm(), &o, &e, &err) != FE_OK) fail_msg("%s", err.message);
+    const fe_device_info *d = fe_device_get_info(test_dev);
+    const size_t H = 384, F = 1536, per_layer = (3 * H * H + H * H + F * H + H * F) * 2;
+    const size_t laid = d->isa >= FE_ISA_AVX512 && d->features.avx512bf16 ? 6 * per_layer : 0;
+    assert_int_equal(fe_graph_get_stats(fe_lm_encoder_graph(e)).layout_bytes, laid);
     size_t n = json_array_size(items(m));
     const char **texts = malloc(n * sizeof *texts);
     for (size_t i = 0; i < n; i++) texts[i] = json_string_value(json_object_get(json_array_get(items(m), i), "text"));
@@ -246,6 +253,7 @@ static void bf16_dot_products_stay_close(void **state) {
     print_message("bf16 dot products: worst cosine to sentence-transformers %.6f\n", worst);
     assert_true(worst >= 0.9999);
     assert_true(worst < 0.9999999);
+    assert_int_equal(fe_graph_get_stats(fe_lm_encoder_graph(e)).layout_bytes, laid);
     free(v);
     free(texts);
     fe_lm_encoder_close(e);

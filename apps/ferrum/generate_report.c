@@ -1,7 +1,8 @@
 /* apps/ferrum/generate_report.c: what `ferrum generate` says about a run (generate_report.h).
- * The summary adds up: peak RSS is split into the weights' resident pages, the KV cache rows
- * written (its pages are resident only as far as written), the graph's scratch, and the rest
- * (code, tokenizer, heap) as the remainder. */
+ * The summary adds up: peak RSS is split into the weights' resident pages, the weights the
+ * plan repacked for its prefill GEMMs (held beside them), the KV cache rows written (its
+ * pages are resident only as far as written), the graph's scratch, and the rest (code,
+ * tokenizer, heap) as the remainder. */
 #include "generate_report.h"
 
 #include <errno.h>
@@ -100,13 +101,16 @@ void gen_report_summary(const gen_run *r) {
     double resident = (double)fe_lm_model_resident_bytes(r->m);
     int64_t rows = fe_lm_session_position(r->s), all = fe_lm_session_max_seq_len(r->s);
     double kv = (double)fe_lm_session_kv_bytes(r->s), written = all ? kv * (double)rows / (double)all : 0;
-    double arena = (double)fe_graph_get_stats(fe_lm_session_graph(r->s)).arena_bytes;
-    double scratch = arena > kv ? arena - kv : 0, rest = peak - resident - written - scratch;
-    fprintf(f, " | peak RSS %.1f MiB = weights %.1f MiB resident (of %.1f MiB %s) + KV cache "
-            "%.1f MiB written (%lld of %lld rows; %.1f MiB reserved) + graph scratch %.1f MiB + "
-            "the rest %.1f MiB (code, tokenizer, heap)\n", mib(peak), mib(resident),
-            mib((double)r->info.weight_bytes), r->info.weights_mapped ? "mapped" : "in memory",
-            mib(written), (long long)rows, (long long)all, mib(kv), mib(scratch), mib(rest > 0 ? rest : 0));
+    fe_graph_stats gs = fe_graph_get_stats(fe_lm_session_graph(r->s));
+    double arena = (double)gs.arena_bytes, laid = (double)gs.layout_bytes;
+    double scratch = arena > kv ? arena - kv : 0;
+    double rest = peak - resident - written - scratch - laid;
+    fprintf(f, " | peak RSS %.1f MiB = weights %.1f MiB resident (of %.1f MiB %s) + weights "
+            "repacked for the prefill %.1f MiB + KV cache %.1f MiB written (%lld of %lld rows; "
+            "%.1f MiB reserved) + graph scratch %.1f MiB + the rest %.1f MiB (code, tokenizer, "
+            "heap)\n", mib(peak), mib(resident), mib((double)r->info.weight_bytes),
+            r->info.weights_mapped ? "mapped" : "in memory", mib(laid), mib(written),
+            (long long)rows, (long long)all, mib(kv), mib(scratch), mib(rest > 0 ? rest : 0));
 }
 
 void gen_report_accuracy(gen_run *r) {

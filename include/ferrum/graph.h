@@ -160,6 +160,23 @@ typedef struct fe_fold_site {
 /* Whether to keep the fold. */
 typedef bool (*fe_fold_price_fn)(void *user, const fe_fold_site *site);
 
+/* Weights' layouts (an operator's design may read a weight repacked: GEMM's bf16 k-pair
+ * panels), made once from the weight's data when a version compiles and kept beside the
+ * weight. A graph keeps its own store of them unless its compile options name one that
+ * several graphs share (the sessions of one model read the same weights): each layout is
+ * then made once for all of them. A shared store must outlive every graph that uses it,
+ * and serves the weights of one owner (a model): a layout is found again by the weight's
+ * address, dtype, shape and strides, so memory freed and reused for other weights while the
+ * store lives would read a stale layout. It is safe to compile graphs that share it from
+ * several threads (one compile lays out at a time). A layout costs its bytes beside the
+ * weight, which stays where its owner put it (other steps, e.g. a decode GEMV, read it). */
+typedef struct fe_layout_store fe_layout_store;
+/* Caller fe_layout_store_destroy()s, after the graphs that use it. */
+FE_API fe_status fe_layout_store_create(fe_layout_store **out, fe_error *err);
+FE_API void fe_layout_store_destroy(fe_layout_store *s);
+/* Bytes of the layouts the store holds (0 for NULL). */
+FE_API size_t fe_layout_store_bytes(const fe_layout_store *s);
+
 typedef struct fe_compile_options {
     fe_packaging packaging; /* AUTO: fused unless a dispatch-time value forces each_step */
     fe_fold_mode fold;      /* default none */
@@ -168,6 +185,8 @@ typedef struct fe_compile_options {
     bool verbose;           /* print the packaging and how each per-call value lowers */
     FILE *log;              /* where verbose goes (NULL: stderr) */
     const fe_profile *profile; /* borrowed for the compile */
+    fe_layout_store *layouts;  /* weights' layouts shared with other graphs (outlives the
+                                * graph); NULL: the graph keeps its own */
 } fe_compile_options;
 
 FE_API fe_compile_options fe_compile_options_default(void);
@@ -219,6 +238,9 @@ typedef struct fe_graph_stats {
     uint64_t last_dispatches; /* dispatches the last call made */
     int last_steps;           /* steps in the last called version */
     size_t arena_bytes;       /* states + scratch (op workspaces included) */
+    size_t layout_bytes;      /* weights repacked once into the layouts steps read (GEMM's
+                               * bf16 k-pair panels), held beside the weights: the bytes of
+                               * the graph's layout store (shared: of all its graphs) */
     int folds[FE_FOLD_KINDS]; /* folds the last compiled version took, by kind */
 } fe_graph_stats;
 FE_API fe_graph_stats fe_graph_get_stats(const fe_graph *g);

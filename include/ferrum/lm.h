@@ -127,6 +127,9 @@ FE_API fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *ou
 /* Bytes of the weights now resident in memory (mapped pages in core, or all when in memory;
  * 0 when opened header-only). */
 FE_API size_t fe_lm_model_resident_bytes(const fe_lm_model *m);
+/* Bytes of the weights its sessions' plans read repacked (the prefill GEMMs' bf16 k-pair
+ * panels), made once for all its sessions and held beside the weights; 0 before any. */
+FE_API size_t fe_lm_model_layout_bytes(const fe_lm_model *m);
 /* Reads every weight page in now (a model opened with prefault false), calling progress
  * (may be NULL) with the fraction done; nothing for weights in memory or unread. */
 FE_API void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user);

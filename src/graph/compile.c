@@ -1,6 +1,7 @@
 /* graph/compile.c: compiling a graph's version for one input signature, once: trace the
  * body -> fold (fold.c, as the options say) -> verify and resolve each step into a kernel
- * (fe_kernel_create: infer, precedence, ISA, design key) -> plan the scratch arena from
+ * (fe_kernel_create: infer, precedence, ISA, design key) -> lay out the weights the kernels
+ * read repacked (layouts.c) -> plan the scratch arena from
  * value lifetimes, largest first -> lower into a runlist of preallocated steps -> decide the packaging. A graph keeps every version
  * it compiled; fe_version_find returns the one for a signature. `verbose` prints the
  * packaging and how each per-call value lowers. */
@@ -19,6 +20,7 @@ void fe_version_destroy(fe_version *v) {
     fe_free(v->runlist);
     fe_free(v->empty);
     fe_free(v->ws_buf);
+    fe_free(v->layouts);
     fe_free(v->step_ns);
     fe_trace_deinit(&v->tr);
     fe_free(v);
@@ -148,6 +150,12 @@ static void describe(const fe_graph *g, const fe_version *v, FILE *f) {
         fprintf(f, "]");
     }
     fprintf(f, "): %d steps, scratch %zu bytes\n", v->n_steps, v->scratch_bytes);
+    int laid = 0;
+    for (int i = 0; i < v->n_steps * FE_MAX_OPERANDS; i++) laid += v->layouts[i] != NULL;
+    if (laid)
+        fprintf(f, "  layouts: %d weight operands read repacked; the %s store holds %zu bytes "
+                "beside the weights\n", laid, g->opts.layouts ? "shared" : "graph's",
+                fe_layout_store_bytes(fe_graph_layout_store(g)));
     fprintf(f, "  packaging: %s\n", v->each_step
             ? (t->dispatch_time ? "each_step (a dispatch-time value re-derives the step list per call)"
                                 : "each_step (one dispatch per step, as asked)")
@@ -232,6 +240,7 @@ static fe_status build(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_ve
     v->unread_weight = -1;
     for (int i = 0; i < g->n_weights && v->unread_weight < 0; i++)
         if (!g->weights[i].t.data) v->unread_weight = i;
+    if (st == FE_OK) st = fe_version_layouts(g, v);
     if (st == FE_OK) st = plan_memory(g, v);
     if (st == FE_OK) st = lower(g, v);
     if (st == FE_OK && g->n_versions == g->cap_versions) {

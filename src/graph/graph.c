@@ -1,6 +1,7 @@
 /* graph/graph.c: the graph object: made from a device, a name and a body (a model's
  * forward pass, traced per input signature), holding its weights and states (store.c), its
- * per-call values and its compiled versions (compile.c), and destroyed with all of them.
+ * per-call values, its compiled versions (compile.c) and the weights' layouts they read
+ * (layouts.c), and destroyed with all of them.
  * Also its compile options' defaults, its last message and its statistics. */
 #include <string.h>
 
@@ -34,6 +35,7 @@ void fe_graph_destroy(fe_graph *g) {
         fe_pages_free(g->states[i].mem, g->states[i].bytes);
         fe_free(g->states[i].ref_mem);
     }
+    fe_layout_store_destroy(g->own_layouts);
     fe_free(g->versions);
     fe_free(g->states);
     fe_free(g->weights);
@@ -48,5 +50,6 @@ fe_graph_stats fe_graph_get_stats(const fe_graph *g) {
     fe_graph_stats s = g->stats;
     s.arena_bytes = g->scratch_bytes; /* op workspaces live in the scratch arena */
     for (int i = 0; i < g->n_states; i++) s.arena_bytes += g->states[i].bytes;
+    s.layout_bytes = fe_layout_store_bytes(fe_graph_layout_store(g));
     return s;
 }

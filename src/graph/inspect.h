@@ -14,6 +14,8 @@ typedef struct fe_step_info {
     const fe_op *op;
     const fe_kernel *kernel;  /* the compiled kernel: design key, tunables, width */
     fe_tensor operands[FE_MAX_OPERANDS]; /* data NULL; rank 0 for an absent operand */
+    bool weight[FE_MAX_OPERANDS];        /* one of the graph's weights: the kernel reads it
+                                          * from its layout where the design has one */
     fe_setting params[FE_MAX_PARAMS];    /* names borrowed from the graph */
     int n_params;
     fe_setting held[FE_MAX_TUNABLES];    /* the tunables the call site gave (names static) */

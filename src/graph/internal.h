@@ -13,6 +13,7 @@
  *   inspect.c    the tuner's view of a compiled version (graph/inspect.h)
  *   values.c     per-call values at a set of words: affine forms, a step's values
  *   compile.c    a version from a trace: kernels, arena, runlist, packaging
+ *   layouts.c    the weights' layouts a version's kernels read (made once, shared)
  *   fold.c       the fold pass on a trace (epilogue, prologue, drain)
  *   step_timing.c  the per-step clocks of profiled calls
  *   builders.c   the steps a body records (fe_apply, fe_output, fe_carry, fe_call...)
@@ -159,6 +160,9 @@ typedef struct fe_version {
     bool *empty;          /* per step, set by each call's binding: a bound of 0 leaves no work */
     int n_steps;
     int *ws_buf;          /* per step: the scratch buffer holding its op workspace, or -1 */
+    /* per step and operand (s * FE_MAX_OPERANDS + i): the graph's layout of that weight
+     * operand the step's kernel reads (layouts.c), or NULL */
+    const void **layouts;
     bool each_step;
     size_t scratch_bytes;
     uint64_t *step_ns;    /* profiling: each step's summed wall time (NULL until profiled) */
@@ -176,6 +180,8 @@ struct fe_graph {
     int n_weights, cap_weights;
     fe_state_rec *states;
     int n_states, cap_states;
+    fe_layout_store *own_layouts; /* the graph's own store (layouts.c), made when a version
+                                   * first needs one and its options name no shared store */
     fe_var_rec vars[FE_MAX_VARS];
     int n_vars;
     fe_version **versions;
@@ -256,6 +262,15 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
 /* compile.c: the version compiled for a signature, compiling it on first sight. */
 fe_status fe_version_find(fe_graph *g, const fe_named_tensor *sig, int n_sig, fe_version **out);
 void fe_version_destroy(fe_version *v);
+
+/* layouts.c: for every step of v whose design reads a weight operand in a layout of its
+ * own, finds the layout of that view in that format in the graph's store (its options'
+ * shared one, else its own) or makes it there (from the weight's data, once, on the
+ * device), and points v->layouts at it. Weights without data get none (the version refuses
+ * calls). FE_E_NOMEM names the weight. */
+fe_status fe_version_layouts(fe_graph *g, fe_version *v);
+/* The store the graph's layouts are in (NULL: none made). */
+const fe_layout_store *fe_graph_layout_store(const fe_graph *g);
 
 /* step_timing.c: (re)sets the version's step clock, allocating it the first time; when
  * memory is short it stays NULL and the version's calls run untimed. Called when profiling

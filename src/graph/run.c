@@ -98,6 +98,8 @@ static fe_status bind_step(fe_graph *g, fe_version *v, int s, const fe_named_ten
     if (rc != FE_OK)
         return fe_error_set(&g->err, rc, "graph \"%s\", step %s: %s", g->name, st->label,
                             fe_kernel_message(v->kernels[s]));
+    for (int i = 0; !reference && i < op->n_operands; i++)
+        out->layout[i] = v->layouts[s * FE_MAX_OPERANDS + i];
     int wb = v->ws_buf[s];
     out->ws = wb >= 0 ? (char *)g->scratch + v->tr.scratch[wb].offset : NULL;
     out->ws_bytes = wb >= 0 ? v->tr.scratch[wb].bytes : 0;

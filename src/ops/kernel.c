@@ -171,6 +171,18 @@ static uint64_t design_key(const fe_design *d) {
     return fe_hasher_done(&h);
 }
 
+/* the kernel's operands and extents, values at their full extents (what the workspace and
+ * a layout are sized for) */
+static fe_args full_args(const fe_kernel *k) {
+    const fe_op *op = k->design.op;
+    fe_args a = {0};
+    for (int i = 0; i < op->n_operands; i++) a.t[i] = k->operands[i];
+    memcpy(a.ext, k->ext, sizeof a.ext);
+    for (int i = 0; i < op->n_values; i++)
+        a.v[i] = k->ext[fe_op_extent_index(op, op->values[i].extent)];
+    return a;
+}
+
 fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel **out,
                            fe_error *err) {
     *out = NULL;
@@ -233,11 +245,7 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
         return fe_op_refuse(&c, FE_E_NOMEM, "out of memory hashing the design");
     }
     if (op->workspace) {
-        fe_args full = {0};
-        for (int i = 0; i < op->n_operands; i++) full.t[i] = k->operands[i];
-        memcpy(full.ext, k->ext, sizeof full.ext);
-        for (int i = 0; i < op->n_values; i++)
-            full.v[i] = k->ext[fe_op_extent_index(op, op->values[i].extent)];
+        fe_args full = full_args(k);
         k->ws_bytes = op->workspace(&full, d, k->width);
         k->ws = k->ws_bytes && !req->shared_workspace ? fe_aligned_alloc(64, k->ws_bytes) : NULL;
         if (k->ws_bytes && !k->ws && !req->shared_workspace) {
@@ -353,12 +361,67 @@ static void run_step(void *ctx, int ith, int nth) {
     s->fn(s->a, s->d, ith, nth);
 }
 
-fe_status fe_kernel_run(fe_kernel *k, const fe_tensor *operands, int n_operands,
-                        const int64_t *values, int n_values) {
+fe_status fe_kernel_run_layouts(fe_kernel *k, const fe_tensor *operands, int n_operands,
+                                const void *const *layouts, const int64_t *values,
+                                int n_values) {
     fe_status st = fe_kernel_bind(k, operands, n_operands, values, n_values, &k->args);
     if (st != FE_OK) return st;
+    for (int i = 0; layouts && i < k->design.op->n_operands; i++) k->args.layout[i] = layouts[i];
     step_ctx sc = {.fn = k->kernel->fn, .a = &k->args, .d = &k->design};
     fe_step step = {.fn = run_step, .ctx = &sc, .width = k->width};
+    fe_device_dispatch(k->dev, &step, 1);
+    return FE_OK;
+}
+
+fe_status fe_kernel_run(fe_kernel *k, const fe_tensor *operands, int n_operands,
+                        const int64_t *values, int n_values) {
+    return fe_kernel_run_layouts(k, operands, n_operands, NULL, values, n_values);
+}
+
+size_t fe_kernel_layout_bytes(const fe_kernel *k, int operand, uint64_t *format) {
+    const fe_op *op = k->design.op;
+    uint64_t f = 0;
+    size_t bytes = 0;
+    if (op->layout && op->layout_make && operand >= 0 && operand < op->n_operands &&
+        k->design.present[operand] && op->operands[operand].role == FE_IN) {
+        fe_args a = full_args(k);
+        bytes = op->layout(&a, &k->design, operand, &f);
+    }
+    if (format) *format = bytes ? f : 0;
+    return bytes;
+}
+
+typedef struct {
+    const fe_op *op;
+    const fe_args *a;
+    const fe_design *d;
+    int operand;
+    void *dst;
+} layout_ctx;
+
+static void run_layout(void *ctx, int ith, int nth) {
+    const layout_ctx *c = ctx;
+    c->op->layout_make(c->a, c->d, c->operand, c->dst, ith, nth);
+}
+
+fe_status fe_kernel_make_layout(fe_kernel *k, int operand, const fe_tensor *t, void *dst) {
+    const fe_op *op = k->design.op;
+    fe_error_clear(&k->err);
+    if (!fe_kernel_layout_bytes(k, operand, NULL))
+        return refuse_run(k, FE_E_INVALID, "the design has no layout of operand %d; read it as "
+                          "stored", operand);
+    const fe_tensor *want = &k->operands[operand];
+    bool same = t && t->data && t->rank == want->rank && t->dtype == want->dtype &&
+                is_contiguous(t);
+    for (int d = 0; same && d < t->rank; d++) same = t->shape[d] == want->shape[d];
+    if (!same || !dst)
+        return refuse_run(k, FE_E_INVALID, "a layout of %s needs the operand as the kernel was "
+                          "made for (contiguous, with data) and a destination",
+                          op->operands[operand].name);
+    fe_args a = full_args(k);
+    a.t[operand] = *t;
+    layout_ctx c = {op, &a, &k->design, operand, dst};
+    fe_step step = {.fn = run_layout, .ctx = &c, .width = k->width};
     fe_device_dispatch(k->dev, &step, 1);
     return FE_OK;
 }

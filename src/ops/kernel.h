@@ -13,6 +13,20 @@ fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands
 /* Runs the op's reference (single thread, plain float32/double) on bound args. */
 fe_status fe_kernel_run_reference(fe_kernel *k, const fe_tensor *operands, int n_operands,
                                   const int64_t *values, int n_values);
+/* Layouts (fe_op.layout): the bytes of input operand i in the design's own layout at the
+ * kernel's extents, 0 when the design reads it as stored; *format (may be NULL) names the
+ * layout's format. */
+size_t fe_kernel_layout_bytes(const fe_kernel *k, int operand, uint64_t *format);
+/* Writes operand i in that layout into dst (64-byte aligned, fe_kernel_layout_bytes long)
+ * from t (the operand as the kernel was made for, with data), on the kernel's device and
+ * width. FE_E_INVALID when t does not match or the design has no layout for operand i. */
+fe_status fe_kernel_make_layout(fe_kernel *k, int operand, const fe_tensor *t, void *dst);
+/* fe_kernel_run, reading operand i from layouts[i] where that is not NULL: made by
+ * fe_kernel_make_layout from operands[i], whose contents have not changed since (borrowed
+ * for the run). layouts may be NULL. */
+fe_status fe_kernel_run_layouts(fe_kernel *k, const fe_tensor *operands, int n_operands,
+                                const void *const *layouts, const int64_t *values,
+                                int n_values);
 /* The kernel function a dispatch runs and the workers it runs on (the resolved WIDTH). */
 fe_kernel_fn fe_kernel_function(const fe_kernel *k);
 int fe_kernel_width(const fe_kernel *k);

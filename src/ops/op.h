@@ -109,6 +109,9 @@ typedef struct fe_args {
     int64_t v[FE_MAX_VALUES];
     void *ws;        /* the op's workspace (see fe_op.workspace), 64-byte aligned; NULL if none */
     size_t ws_bytes;
+    /* operand i in the design's own layout (fe_op.layout), made once from t[i]'s contents,
+     * which have not changed since; NULL: the kernel reads t[i] as stored */
+    const void *layout[FE_MAX_OPERANDS];
 } fe_args;
 
 typedef void (*fe_kernel_fn)(const fe_args *a, const fe_design *d, int ith, int nth);
@@ -194,6 +197,19 @@ struct fe_op {
      * inside its table) before any work; on failure writes why (naming the rule and the fix)
      * and returns FE_E_BOUNDS. */
     fe_status (*check)(const fe_args *a, const fe_design *d, char *why, size_t why_n);
+    /* Optional. A layout of input operand i that the design reads in place of the operand
+     * as stored (a weight repacked once, e.g. rows interleaved for a register tile), for an
+     * operand whose contents stay the same from run to run: a graph's weights (the plan
+     * makes and owns it), or what a caller declares constant (ops/kernel.h). `layout`
+     * returns its bytes at the args' extents, 0 when the design reads operand i as stored,
+     * and names its format (*format: layouts of one operand with equal formats are the same
+     * bytes, so a graph makes one for every step that reads that weight); `layout_make`
+     * writes it from a->t[operand] (its data) into dst (64-byte aligned), worker ith of nth
+     * its share. Invariant: a kernel given a->layout[i] writes the same bytes as without it
+     * (it then packs per run what the layout holds). */
+    size_t (*layout)(const fe_args *a, const fe_design *d, int operand, uint64_t *format);
+    void (*layout_make)(const fe_args *a, const fe_design *d, int operand, void *dst, int ith,
+                        int nth);
     /* Test support: operand descriptors (dtype, rank, shape, strides) for a case's dims. */
     void (*operands_for)(const fe_case *c, const double *params, fe_tensor *out);
     const fe_case *cases;

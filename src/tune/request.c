@@ -216,6 +216,7 @@ fe_status fe_tune_shape_init(fe_device *dev, const fe_tune_request *req, fe_tune
     }
     double p[FE_MAX_PARAMS] = {0};
     op->operands_for(&s->c, p, s->desc);
+    for (int i = 0; i < op->n_operands; i++) s->constant[i] = op->operands[i].role == FE_IN;
     for (int i = 0; i < req->n_values; i++) {
         const fe_setting *set = &req->values[i];
         int vi = -1;

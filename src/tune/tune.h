@@ -86,6 +86,10 @@ typedef struct fe_tune_shape {
     fe_case c;            /* the case: dims, params (numbers), held tunables */
     char case_name[64];   /* c.name points here (the dtype prefix may be replaced) */
     fe_tensor desc[FE_MAX_OPERANDS];
+    /* inputs that stay the same from call to call (a graph's weights; every input of a
+     * shape tuned alone): a design that reads one from a layout of its own (fe_op.layout)
+     * is priced reading it so, as a plan runs it */
+    bool constant[FE_MAX_OPERANDS];
     int64_t values[FE_MAX_VALUES]; /* -1: the value's default */
     int ladder;           /* index of the value priced over a ladder; -1: none */
     /* > 0: the per-call values at these points (a graph's call points, one per call the

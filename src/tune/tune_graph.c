@@ -123,6 +123,7 @@ static void shape_of(const fe_step_info *pts, int n_points, fe_tune_shape *s) {
     snprintf(s->case_name, sizeof s->case_name, "graph step %s", st->label);
     s->c.name = s->case_name;
     memcpy(s->desc, st->operands, sizeof s->desc);
+    memcpy(s->constant, st->weight, sizeof s->constant);
     for (int i = 0; i < st->n_params; i++) s->c.params[i] = st->params[i];
     s->c.n_params = st->n_params;
     for (int i = 0; i < st->n_held; i++) s->c.tunables[i] = st->held[i];

@@ -27,6 +27,7 @@ fe_tune_options fe_tune_options_default(void) {
 typedef struct run_ctx {
     fe_kernel *k;
     fe_tune_buffers *b; /* each run takes its next set of inputs */
+    void *(*lay)[FE_MAX_OPERANDS]; /* per set: its inputs' layouts (layouts_make), or NULL */
     int n_t;
     const int64_t *values;
     int n_values;
@@ -34,7 +35,50 @@ typedef struct run_ctx {
 
 static void run_kernel(void *ctx) {
     run_ctx *r = ctx;
-    fe_kernel_run(r->k, fe_tune_buffers_next(r->b), r->n_t, r->values, r->n_values);
+    int set = r->b->n_sets > 1 ? r->b->next_set : 0;
+    const fe_tensor *t = fe_tune_buffers_next(r->b);
+    fe_kernel_run_layouts(r->k, t, r->n_t, r->lay ? (const void *const *)r->lay[set] : NULL,
+                          r->values, r->n_values);
+}
+
+/* Whether k reads some constant input of the shape from a layout of its own. */
+static bool reads_layouts(const fe_kernel *k, const fe_tune_shape *s) {
+    bool any = false;
+    for (int i = 0; i < s->op->n_operands; i++)
+        any |= s->constant[i] && fe_kernel_layout_bytes(k, i, NULL) > 0;
+    return any;
+}
+
+static void layouts_free(void *(*lay)[FE_MAX_OPERANDS], int sets) {
+    for (int c = 0; lay && c < sets; c++)
+        for (int i = 0; i < FE_MAX_OPERANDS; i++) fe_free(lay[c][i]);
+    fe_free(lay);
+}
+
+/* The layouts k reads its constant inputs from, made once for every set of b's inputs (as
+ * a plan makes them for its weights). */
+static fe_status layouts_make(fe_kernel *k, const fe_tune_shape *s, const fe_tune_buffers *b,
+                              void *(**out)[FE_MAX_OPERANDS], fe_error *err) {
+    *out = NULL;
+    int sets = b->n_sets > 1 ? b->n_sets : 1;
+    void *(*lay)[FE_MAX_OPERANDS] = fe_calloc((size_t)sets, sizeof *lay);
+    if (!lay) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for layouts");
+    for (int c = 0; c < sets; c++)
+        for (int i = 0; i < s->op->n_operands; i++) {
+            size_t bytes = s->constant[i] ? fe_kernel_layout_bytes(k, i, NULL) : 0;
+            if (!bytes) continue;
+            const fe_tensor *t = b->n_sets > 1 ? &b->sets[c][i] : &b->t[i];
+            lay[c][i] = fe_aligned_alloc(64, bytes);
+            fe_status st = lay[c][i] ? fe_kernel_make_layout(k, i, t, lay[c][i]) : FE_E_NOMEM;
+            if (st != FE_OK) {
+                fe_error_set(err, st, "tune: %s", st == FE_E_NOMEM ? "out of memory for a layout"
+                                                                   : fe_kernel_message(k));
+                layouts_free(lay, sets);
+                return st;
+            }
+        }
+    *out = lay;
+    return FE_OK;
 }
 
 static void empty_step(void *ctx, int ith, int nth) {
@@ -94,13 +138,16 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
     char label[300];
     snprintf(label, sizeof label, "%s %s", op->name, row->setting);
     int64_t seen[FE_TUNE_MAX_POINTS + LADDER_STEPS][FE_MAX_VALUES];
+    void *(*lay)[FE_MAX_OPERANDS] = NULL; /* made at the first point measured */
+    /* a design read from layouts costs other than the same design packing per call */
+    const uint64_t laid = reads_layouts(k, s) ? 0x1a7d0a75ull : 0;
     fe_cost_figure seen_fig[sizeof seen / sizeof seen[0]];
     for (int step = 0; step < steps; step++) {
         int64_t vals[FE_MAX_VALUES] = {0};
         values_at(s, fe_kernel_extents(k), step, vals);
         memcpy(seen[step], vals, sizeof vals);
         fe_cost_key key = {.design = fe_kernel_design_key(k), .n_values = op->n_values,
-                           .input_hash = b->input_hash};
+                           .input_hash = b->input_hash ^ laid};
         memcpy(key.values, vals, (size_t)op->n_values * sizeof *vals);
         fe_cost_figure f;
         bool hit = false;
@@ -115,7 +162,10 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
         if (!hit && !o->remeasure) {
             fe_status st = fe_cost_cache_get(cache, &key, &f, &hit, &cerr);
             if (st == FE_E_FORMAT || st == FE_E_IO) note(r, cerr.message);
-            else if (st != FE_OK) return fe_error_set(err, st, "%s", cerr.message);
+            else if (st != FE_OK) {
+                layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
+                return fe_error_set(err, st, "%s", cerr.message);
+            }
             hit = hit && f.reliable; /* an unreliable figure is measured again */
         }
         if (!hit) {
@@ -123,7 +173,11 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             if (o->progress)
                 fprintf(o->progress, "tune %s: measuring %s%s\n", op->name, row->setting,
                         steps > 1 ? " (ladder)" : "");
-            run_ctx rc = {.k = k, .b = b, .n_t = op->n_operands, .values = vals,
+            if (laid && !lay) {
+                fe_status st = layouts_make(k, s, b, &lay, err);
+                if (st != FE_OK) return st;
+            }
+            run_ctx rc = {.k = k, .b = b, .lay = lay, .n_t = op->n_operands, .values = vals,
                           .n_values = op->n_values};
             char why[200];
             f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
@@ -141,6 +195,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
         row->flops += fl / steps;
         row->bytes += by / steps;
     }
+    layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
     row->cost = sum;
     return FE_OK;
 }

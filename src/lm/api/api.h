@@ -22,6 +22,7 @@ struct fe_lm_model {
     fe_safetensors *st;
     fe_lm_config cfg;
     fe_llama_weights w;
+    fe_layout_store *layouts; /* the weights' layouts its sessions' plans read, made once */
     fe_tokenizer *tok;      /* NULL: none */
     char *tok_source;
     fe_chat_template chat;  /* FE_CHAT_UNKNOWN when chat_format is UNKNOWN or NONE */

@@ -108,7 +108,8 @@ fe_status fe_lm_batch_create(fe_lm_model *m, const fe_lm_batch_options *opts, fe
         return fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
     }
     fe_batch_options bo = {.slots = o.slots, .max_seq_len = o.max_seq_len, .chunk = o.chunk,
-                           .prefill_dot = (int)o.prefill_dot, .decode_dot = (int)o.decode_dot};
+                           .prefill_dot = (int)o.prefill_dot, .decode_dot = (int)o.decode_dot,
+                           .layouts = m->layouts};
     fe_status st = fe_batch_create(m->dev, &m->w, &bo, &b->b, err);
     if (st != FE_OK) {
         fe_lm_batch_destroy(b);

@@ -30,6 +30,7 @@ void fe_lm_model_close(fe_lm_model *m) {
     if (!m) return;
     fe_tokenizer_destroy(m->tok);
     fe_chat_template_deinit(&m->chat);
+    fe_layout_store_destroy(m->layouts); /* its sessions are gone */
     fe_llama_weights_free(&m->w); /* zeroed, or the loaded weights */
     fe_gguf_close(m->gguf);
     fe_safetensors_close(m->st);
@@ -111,6 +112,7 @@ fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_
             fe_llama_weights_prefault(&m->w, o.progress, o.progress_user);
     }
     if (st == FE_OK) st = open_tokenizer(m, &o, err);
+    if (st == FE_OK) st = fe_layout_store_create(&m->layouts, err);
     if (st != FE_OK) {
         fe_lm_model_close(m);
         return st;
@@ -119,6 +121,10 @@ fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_
     fe_gguf_release_metadata(m->gguf); /* the tokenizer, config, template and weights are built */
     *out = m;
     return FE_OK;
+}
+
+size_t fe_lm_model_layout_bytes(const fe_lm_model *m) {
+    return m ? fe_layout_store_bytes(m->layouts) : 0;
 }
 
 void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {

@@ -56,6 +56,7 @@ fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts
     co.packaging = o.each_step ? FE_PACK_EACH_STEP : FE_PACK_AUTO;
     co.verbose = o.verbose;
     co.profile = o.profile;
+    co.layouts = m->layouts;
     co.prefill_dot = o.prefill_dot == FE_LM_PREFILL_DOT_F32    ? FE_PREFILL_DOT_F32
                      : o.prefill_dot == FE_LM_PREFILL_DOT_BF16 ? FE_PREFILL_DOT_BF16
                      : o.prefill_dot == FE_LM_PREFILL_DOT_INT8 ? FE_PREFILL_DOT_INT8

@@ -235,6 +235,7 @@ static fe_status compile_versions(fe_batch *b) {
     fe_compile_options co = fe_compile_options_default();
     co.packaging = b->o.packaging;
     co.profile = b->o.profile;
+    co.layouts = b->o.layouts;
     fe_block_fold_options(b->o.body, NULL, NULL, &co);
     int64_t C = b->o.chunk;
     fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(b->chunk, FE_DTYPE_I32, 1, &C)};

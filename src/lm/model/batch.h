@@ -31,6 +31,7 @@ typedef struct fe_batch_options {
     int decode_dot;
     fe_packaging packaging;
     const fe_profile *profile;
+    fe_layout_store *layouts; /* as fe_causal_options' */
     fe_body_form body;   /* plain steps, every fold taken (the default); lm/model/blocks.h */
 } fe_batch_options;
 

@@ -154,6 +154,7 @@ static fe_status compile_versions(fe_causal *m) {
     co.packaging = m->o.packaging;
     co.verbose = m->o.verbose;
     co.profile = m->o.profile;
+    co.layouts = m->o.layouts;
     fe_block_fold_options(m->o.body, m->o.fold_price, m->o.fold_user, &co);
     int64_t C = m->o.chunk;
     fe_named_tensor prefill = {"tokens", fe_tensor_contiguous(m->chunk, FE_DTYPE_I32, 1, &C)};

@@ -20,6 +20,8 @@ typedef struct fe_causal_options {
     fe_packaging packaging;
     bool verbose;        /* print each version's packaging and per-call values */
     const fe_profile *profile; /* the compiles' tunables as data; NULL: none; outlives m */
+    fe_layout_store *layouts;  /* the weights' layouts, shared with the model's other graphs;
+                                * NULL: the graph keeps its own; outlives m */
     /* Prefill dot products over bf16 matrices: AUTO (the default) rounds the activations to
      * bf16 and multiplies with bf16 dot products (GEMM act_bf16: about 1.7x the f32 path on
      * AVX512_BF16, as llama.cpp computes; KL to the f32 oracle ~1e-4) ; F32 keeps them f32

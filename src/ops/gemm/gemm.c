@@ -48,25 +48,30 @@ static const fe_tunable_decl tunables[] = {
     [GM_MC] = {"MC", {.kind = FE_DOMAIN_CHOICES, .choices = {64, 128, 192, 256, 384, 512},
                       .n_choices = 6}, 512, true,
                "rows of A per packed block (rounded up to the micro-tile's rows): MC x KC "
-               "floats of packed A, packed at once and walked panel by panel (bf16_dot = 2: "
-               "MC x KC of A rounded to bf16, swept once per six B rows)"},
+               "floats of packed A, packed at once and walked panel by panel (bf16_dot = 1: "
+               "MC x KC of A as bf16 k-pairs, swept once per 32 B rows; bf16_dot = 2: MC x "
+               "KC of A rounded to bf16, swept once per six B rows)"},
     [GM_NC] = {"NC", {.kind = FE_DOMAIN_CHOICES, .choices = {256, 512, 1024, 2048, 4096, 8192},
                       .n_choices = 6}, 2048, true,
                "columns of C (rows of B) per packed B block: KC x NC floats per worker, "
                "re-read once per A panel; A is repacked once per NC columns (bf16_dot = 2: "
-               "B's rows, unpacked, re-read once per MC rows)"},
+               "B's rows, unpacked, re-read once per MC rows; bf16_dot = 1 packs A once per "
+               "K block and reads no NC: resolve pins it)"},
     [GM_KC] = {"KC", {.kind = FE_DOMAIN_CHOICES,
                       .choices = {128, 192, 256, 384, 512, 1024, 2048}, .n_choices = 7}, 512,
                true,
                "depth of a packed block (whole quant blocks; a rest of <= KC/4 joins the last "
-               "block): one MR x KC A panel stays in L1 (bf16_dot = 2: six B rows of KC)"},
+               "block): one MR x KC A panel stays in L1 (bf16_dot = 1: a KC x 32 panel of B "
+               "in L2, C's partial sums written once per KC; bf16_dot = 2: six B rows of KC)"},
     [GM_DOT] = {"bf16_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
                 0, true,
-                "act_bf16 products: 2 = AVX512_BF16 vdpbf16ps between A's rows rounded to bf16 "
-                "and B's rows as stored, 32 columns a vector, nothing of B packed (resolve sets "
-                "it where the device has avx512bf16 and turns it off elsewhere); 1 = vdpbf16ps "
-                "on packed bf16 k-pairs (14 x 32 tiles); 0 = A rounded to bf16 values while "
-                "packing and the f32 FMA micro-kernel; the same products"},
+                "act_bf16 products: 1 = AVX512_BF16 vdpbf16ps on k-pair panels of 32 rows of B "
+                "(a graph's weight repacked once into them: B's bytes again, beside it; else "
+                "packed per call) in 14 x 32 register tiles; 2 = vdpbf16ps between A's rows "
+                "rounded to bf16 and B's rows as stored, 32 columns a vector, nothing of B "
+                "packed; 0 = A rounded to bf16 values while packing and the f32 FMA "
+                "micro-kernel; the same products (resolve sets 1 where the device has "
+                "avx512bf16 and turns it off elsewhere)"},
     [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
                  true,
                  "act_int8 integer sums: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
@@ -160,15 +165,18 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
 }
 
 /* bf16_dot: a vdpbf16ps design exactly where it can run (an act_bf16 design on an avx512
- * device with avx512bf16), by default the one that packs nothing (2); forced off elsewhere,
- * also over a call site.
+ * device with avx512bf16), by default GM_DOT_DEFAULT; forced off elsewhere, also over a
+ * call site.
  * Block sizes from the device's caches only (never the extents: one design serves all).
- * Packed designs: an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an
- * MC x KC A block in L2 (packed, then walked panel by panel), and the KC x NC B block in a
- * share of the LLC (re-read once per A panel; larger NC repacks A less often). bf16_dot = 2:
- * six B rows of KC bf16 in half of L1 (they stay there through a sweep of A's rows), the
- * MC x KC bf16 A block in half of L2, and NC B rows of KC in a share of the LLC (re-read
- * from there by the next row block). act_int8's panels: resolve_int8_blocks, below. */
+ * f32 path: an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an MC x KC
+ * A block in L2 (packed, then walked panel by panel), and the KC x NC B block in a share of
+ * the LLC (re-read once per A panel; larger NC repacks A less often). bf16_dot = 1: a B
+ * panel of KC x 32 bf16 in an eighth of L2 (it stays there through a sweep of A's block),
+ * the MC x KC bf16 A block in half of L2 (NC is not read: pinned to its default, also over
+ * a call site, so that no two designs differ in it alone). bf16_dot = 2: six B rows of KC
+ * bf16 in half of L1 (they stay there through a sweep of A's rows), the MC x KC bf16 A block
+ * in half of L2, and NC B rows of KC in a share of the LLC (re-read from there by the next
+ * row block). act_int8's panels: resolve_int8_blocks, below. */
 
 /* act_int8 over q8_0 / q4_0 / q4_1 (int8.inc) packs B at 1.25 bytes a weight
  * (GM_I8_BLOCK_WORDS words per column and 32-block) and keeps A as int8, so the f32 path's
@@ -199,7 +207,7 @@ static void resolve(fe_op_ctx *c) {
     bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512bf16;
     if (!c->tunable_set[GM_DOT] || !can) {
-        c->tunables[GM_DOT] = can ? GM_DOT_ROWS : GM_DOT_OFF;
+        c->tunables[GM_DOT] = can ? GM_DOT_DEFAULT : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
     bool vnni = c->params[GM_P_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
@@ -209,6 +217,7 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[GM_DOT8] = true;
     }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
+    const bool dot = c->tunables[GM_DOT] == GM_DOT_PACKED;
     int mr, nr;
     gm_tile(c->dev->isa, &mr, &nr);
     double l1 = c->dev->l1d_bytes ? (double)c->dev->l1d_bytes : 32768.0;
@@ -216,18 +225,23 @@ static void resolve(fe_op_ctx *c) {
     double l3 = c->dev->l3_bytes ? (double)c->dev->l3_bytes : 8388608.0;
     int workers = c->dev->n_workers > 0 ? c->dev->n_workers : 1;
     if (!c->tunable_set[GM_KC]) {
-        /* packed panels no deeper than 512, the depths the packed designs were measured at
-         * (the scalar and AVX2 tiles would fit deeper ones in L1) */
-        c->tunables[GM_KC] = rows ? fit_choice(&tunables[GM_KC], 2.0 * GM_NR_ROWS, l1 / 2)
+        /* f32 panels no deeper than 512, the depths that path was measured at (the scalar
+         * and AVX2 tiles would fit deeper ones in L1) */
+        c->tunables[GM_KC] = dot    ? fit_choice(&tunables[GM_KC], 2.0 * GM_NR_AVX512, l2 / 8)
+                           : rows ? fit_choice(&tunables[GM_KC], 2.0 * GM_NR_ROWS, l1 / 2)
                                   : fit_choice(&tunables[GM_KC], 4.0 * mr, l1 * 2 / 3);
-        if (!rows && c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
+        if (!rows && !dot && c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
         c->tunable_set[GM_KC] = true;
     }
     double kc = (double)c->tunables[GM_KC];
     if (!c->tunable_set[GM_MC]) {
-        c->tunables[GM_MC] = rows ? fit_choice(&tunables[GM_MC], 2.0 * kc, l2 / 2)
-                                  : fit_choice(&tunables[GM_MC], 4.0 * kc, l2);
+        c->tunables[GM_MC] = rows || dot ? fit_choice(&tunables[GM_MC], 2.0 * kc, l2 / 2)
+                                         : fit_choice(&tunables[GM_MC], 4.0 * kc, l2);
         c->tunable_set[GM_MC] = true;
+    }
+    if (dot) { /* not read: one design whatever a call site or profile gives */
+        c->tunables[GM_NC] = tunables[GM_NC].def;
+        c->tunable_set[GM_NC] = true;
     }
     if (!c->tunable_set[GM_NC]) {
         c->tunables[GM_NC] = rows ? fit_choice(&tunables[GM_NC], 2.0 * kc, l3 / (2.0 * workers))
@@ -346,8 +360,9 @@ static void reference(const fe_args *args, const fe_design *d) {
 /* FLOPs of the products (the epilogue is not counted); bytes of A, B (its dtype's bytes
  * over the first k columns, whole blocks), C, and the bias and residual when present. The
  * same under act_bf16: A is read as f32 and rounded while packing (or, bf16_dot = 2, into
- * bf16 rows), B is read as bf16 either way; only the roof differs (twice the multiply-adds
- * per instruction with bf16_dot). */
+ * bf16 rows), B is read as bf16 either way (bf16_dot = 1: its layout holds B's bytes, the
+ * panels padded to 32 rows); only the roof differs (twice the multiply-adds per instruction
+ * with bf16_dot). */
 static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
     const double rows = (double)a->v[GM_V_ROWS], N = (double)a->ext[GM_N];
     const int64_t k = a->v[GM_V_K], blk = fe_dtype_info(d->dtypes[GM_B])->block;
@@ -379,6 +394,28 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
             return FE_E_INVALID;
         }
     return FE_OK;
+}
+
+/* bf16_dot = 1 on AVX-512 reads B from a layout where it has one: panels of 32 rows of B as
+ * k-pairs over the whole K (bf16dot.inc), B's own bytes with N rounded up to whole panels
+ * and K to whole pairs. */
+static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
+    if (operand != GM_B || d->isa != FE_ISA_AVX512 || d->params[GM_P_BF16] == 0 ||
+        d->tunables[GM_DOT] != GM_DOT_PACKED)
+        return 0;
+    *format = GM_LAYOUT_BF16_PAIRS;
+    const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
+    return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *
+           (size_t)((K + 1) / 2) * 4;
+}
+
+static void layout_make(const fe_args *a, const fe_design *d, int operand, void *dst, int ith,
+                        int nth) {
+    (void)d, (void)operand;
+    const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
+    int64_t p0, p1;
+    fe_split((N + GM_NR_AVX512 - 1) / GM_NR_AVX512, ith, nth, 1, &p0, &p1);
+    fe_gemm_dot_layout(a->t[GM_B].data, N, K, p0, p1, dst);
 }
 
 /* Packed A, packed B (and decoded quant rows) per worker, at the kernel's extents, in 4-byte
@@ -470,29 +507,42 @@ static const fe_case cases[] = {
     {.name = "bf16/k576", SHAPE(4, 40, 576), .absent = PLAIN}, /* one K block with its tail */
     {.name = "bf16/wide", SHAPE(3, 2100, 24), .absent = NO_RES},
     {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
-    /* act_bf16 (on AVX512_BF16 the resolved design is bf16_dot = 2: 4 x 6 blocks of A's and
-     * B's rows, the last 1..31 columns of a K block under a mask; an odd k, edges of both) */
+    /* act_bf16: on AVX512_BF16 the resolved design is bf16_dot = 1, 14 x 32 tiles over
+     * k-pair panels of 32 rows of B (from B's layout, or packed per call: the catalog runs
+     * each case both ways and compares the bytes). Edges: M 1..a chunk (tiles of 14 rows,
+     * blocks of MC = 128 rows), N off the 32-row panel, an odd k (the last pair's high
+     * half; the middle bound k = K/2 + 1 is odd for even K), K past KC = 2048 with a rest
+     * that joins the last block (2560) and one that does not (2599) */
     {.name = "bf16/dot_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN},
     {.name = "bf16/dot_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES},
     {.name = "bf16/dot_all", SHAPE(15, 48, 95),
      .params = {{"act_bf16", 1}, {"activation", GM_ACT_SILU}, {"clamp_min", -2},
                 {"clamp_max", 2}}, .n_params = 4},
+    {.name = "bf16/dot_rows_1", SHAPE(1, 31, 64), BF16, .absent = PLAIN},
+    {.name = "bf16/dot_rows_14", SHAPE(14, 32, 66), BF16, .absent = NO_BIAS},
+    {.name = "bf16/dot_rows_15", SHAPE(15, 47, 33), BF16, .absent = PLAIN},
     {.name = "bf16/dot_rows_64", SHAPE(126, 40, 41), BF16, .absent = NO_BIAS},
+    {.name = "bf16/dot_rows_129", SHAPE(129, 97, 40), BF16, .absent = NO_RES},
+    {.name = "bf16/dot_chunk", SHAPE(256, 80, 130), BF16, .absent = PLAIN},
     {.name = "bf16/dot_deep", SHAPE(5, 40, 701), BF16, .absent = PLAIN}, /* K: 512 + 189 */
+    {.name = "bf16/dot_k2560", SHAPE(3, 40, 2560), BF16, .absent = NO_BIAS}, /* 2048 + 512 */
     {.name = "bf16/dot_k2599", SHAPE(9, 20, 2599), BF16, .absent = NO_BIAS}, /* 2048 + 551 */
     {.name = "bf16/dot_k577", SHAPE(4, 40, 577), BF16, .absent = PLAIN}, /* one odd block */
     {.name = "bf16/dot_wide", SHAPE(3, 2100, 25), BF16, .absent = NO_RES},
     {.name = "bf16/dot_tall", SHAPE(600, 20, 23), BF16, .absent = PLAIN},
-    /* the packed act_bf16 design (bf16_dot = 1: k-pair panels, 14 x 32 vdpbf16ps tiles) and
-     * act_bf16 without vdpbf16ps (bf16_dot = 0: A rounded while packing, f32 FMAs), pinned */
-    {.name = "bf16/dot_packed_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN,
-     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
-    {.name = "bf16/dot_packed_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
-     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
-    {.name = "bf16/dot_packed_deep", SHAPE(5, 40, 701), BF16, .absent = PLAIN,
-     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
-    {.name = "bf16/dot_packed_tall", SHAPE(600, 20, 23), BF16, .absent = NO_BIAS,
-     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    /* the other act_bf16 designs pinned: bf16_dot = 2 (A's rows dotted with B's rows as
+     * stored, 4 x 6 blocks, the last 1..31 columns of a K block under a mask) and
+     * bf16_dot = 0 (A rounded while packing, f32 FMAs) */
+    {.name = "bf16/dot2_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN,
+     .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
+    {.name = "bf16/dot2_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
+     .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
+    {.name = "bf16/dot2_deep", SHAPE(5, 40, 701), BF16, .absent = PLAIN,
+     .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
+    {.name = "bf16/dot2_k2599", SHAPE(9, 20, 2599), BF16, .absent = NO_BIAS,
+     .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
+    {.name = "bf16/dot2_tall", SHAPE(600, 20, 23), BF16, .absent = NO_BIAS,
+     .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
     {.name = "bf16/dot_fma_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
      .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},
     /* act_int8 (B in blocks; AVX-512 6 x 32 tiles, AVX2 4 x 8, int8_dot as resolved: VNNI
@@ -586,6 +636,11 @@ static const fe_case cases[] = {
      .extensive = true, .bench = true},
     {.name = "bf16/dot_2048x8192", SHAPE(512, 2048, 8192), BF16, .absent = PLAIN,
      .extensive = true, .bench = true},
+    /* Llama 3.2 1B's k and v (512 x 2048) and its head (128256 x 2048) */
+    {.name = "bf16/dot_512x2048", SHAPE(512, 512, 2048), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
+    {.name = "bf16/dot_128256x2048", SHAPE(512, 128256, 2048), BF16, .absent = PLAIN,
+     .extensive = true, .bench = true},
     /* a prompt chunk's rows (prefill runs 128..256 at a time) */
     {.name = "bf16/dot128_2048x2048", SHAPE(128, 2048, 2048), BF16, .absent = PLAIN,
      .extensive = true, .bench = true},
@@ -649,6 +704,8 @@ FE_OP_DEFINE(gemm) {
     .cost = cost,
     .workspace = workspace,
     .check = check,
+    .layout = layout,
+    .layout_make = layout_make,
     .operands_for = operands_for,
     .cases = cases, .n_cases = FE_COUNT(cases),
     .rtol = 1e-4, .atol = 1e-4,

@@ -18,11 +18,13 @@
  * (widened or dequantised while packing), A into MR-tall panels, and an MR x NR register
  * micro-kernel runs over them; see kernels.inc for the loop nest. One f32 micro-kernel per
  * ISA; with act_bf16 on a device with AVX512_BF16 (tunable bf16_dot) the AVX-512 kernel runs
- * vdpbf16ps instead, in one of two designs: bf16_dot = 1 packs both as k-pairs of bf16 and
- * runs a micro-kernel of the same tile (bf16dot.inc); bf16_dot = 2 packs nothing of B: it
- * rounds A's rows to bf16 once per block and dots them with B's rows as stored, 32 columns
- * a vector, reducing each sum across lanes at the end of a K block (bf16rows.inc). Elsewhere
- * act_bf16 rounds A while packing and takes the f32 path.
+ * vdpbf16ps instead, in one of two designs: bf16_dot = 1 (the default) reads B as k-pairs of
+ * bf16 in panels of 32 rows, from B's layout where the caller made one (fe_op.layout: a
+ * graph does for its weights, once) and else packed per call into the same words, A packed
+ * the same way, 14 x 32 register tiles over K blocks 2048 deep (bf16dot.inc); bf16_dot = 2
+ * packs nothing of B: it rounds A's rows to bf16 once per block and dots them with B's rows
+ * as stored, 32 columns a vector, reducing each sum across lanes at the end of a K block
+ * (bf16rows.inc). Elsewhere act_bf16 rounds A while packing and takes the f32 path.
  *
  * act_int8 (B q8_0, q4_0 or q4_1): A's rows are quantised once per call to int8 per 32-block
  * exactly as GEMV's act_int8 quantises x (fe_gemv_quant_x: dx = max|x| / 127, q =
@@ -59,6 +61,8 @@ enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8 }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
+#define GM_DOT_DEFAULT GM_DOT_PACKED                  /* resolved where it can run */
+enum { GM_LAYOUT_BF16_PAIRS = 1 };                    /* B's layouts (fe_op.layout formats) */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 
@@ -120,7 +124,8 @@ static inline int64_t gm_kstep(fe_dtype bdt) {
 
 typedef struct gm_plan {
     int mr, nr;            /* the ISA's micro-tile (GM_MR_ROWS x GM_NR_ROWS for rows) */
-    bool dot;              /* bf16 k-pairs packed, the vdpbf16ps micro-kernel (bf16dot.inc) */
+    bool dot;              /* bf16 k-pair panels (B's layout or packed per run), the
+                            * vdpbf16ps micro-kernel and its own loop nest (bf16dot.inc) */
     bool rows;             /* bf16 A rows dotted with B's rows unpacked (bf16rows.inc) */
     bool i8;               /* act_int8: quantised A, int8 k-quad B panels (int8.inc) */
     bool vnni;             /* act_int8 by vpdpbusd (int8_dot = 1) */
@@ -137,12 +142,6 @@ typedef struct gm_plan {
  * second pass for 64 or 128 columns). pc is always a multiple of kb. */
 static inline int64_t gm_kblock(const gm_plan *p, int64_t pc, int64_t k) {
     return k - pc <= p->kb + p->kb / 4 ? k - pc : p->kb;
-}
-
-/* Packed words per row of a panel for a K block of kc columns: one f32 per column, or one
- * pair of bf16 per two columns (an odd last column paired with a zero). */
-static inline int64_t gm_kwords(const gm_plan *p, int64_t kc) {
-    return p->dot ? (kc + 1) / 2 : kc;
 }
 
 /* bf16_dot = 2: 4-byte words from one row of A rounded to bf16 to the next in the workspace,
@@ -189,6 +188,12 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
 typedef void (*gm_i8_quant_fn)(const float *x, int64_t n, int8_t *q, float *dx);
 void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
                       gm_i8_quant_fn quant, uint32_t *dst);
+
+/* B's layout for bf16_dot = 1 (bf16dot.inc; the AVX-512 build only): panels [p0, p1) of
+ * GM_NR_AVX512 rows of b (N x K bf16) as k-pairs over the whole K, ceil(K / 2) pair rows of
+ * GM_NR_AVX512 words each, rows past N zero, panel q at dst + q * ceil(K / 2) *
+ * GM_NR_AVX512 words. */
+void fe_gemm_dot_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst);
 
 void fe_gemm_scalar(const fe_args *, const fe_design *, int, int);
 void fe_gemm_avx2(const fe_args *, const fe_design *, int, int);

@@ -85,9 +85,14 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     } else if (p->rows) { /* A's rows as bf16, nothing of B */
         p->ap = round_up(p->mc * gm_rows_ldw(p->kc), 16);
         p->bp = p->tmp = 0;
+    } else if (p->dot) { /* A's block as k-pairs; one B panel of a K block, packed per run
+                          * where B has no layout */
+        p->ap = round_up(p->mc * ((p->kc + 1) / 2), 16);
+        p->bp = round_up(p->nr * ((p->kc + 1) / 2), 16);
+        p->tmp = 0;
     } else {
-        p->ap = round_up(p->mc * gm_kwords(p, p->kc), 16);
-        p->bp = round_up(p->nc * gm_kwords(p, p->kc), 16);
+        p->ap = round_up(p->mc * p->kc, 16);
+        p->bp = round_up(p->nc * p->kc, 16);
         p->tmp = blocks ? round_up((int64_t)p->nr * p->kc, 16) : 0;
     }
     p->stride = p->ap + p->bp + p->tmp;
