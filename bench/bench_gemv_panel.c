@@ -70,9 +70,27 @@ PANEL static void quant_rows(const float *x, int64_t B, int64_t K, qx *out) {
     }
 }
 
+#define AI static inline __attribute__((always_inline))
+/* block j of 16 outputs (their nibbles in lo / hi, scales dw, mins mw) dotted with NB x
+ * rows from b, into acc: both forms' per-row work */
+AI PANEL void rows_dot_block(const __m512i lo[4], const __m512i hi[4], __m512 dw, __m512 mw,
+                             const qx *x, int64_t b, int64_t j, int64_t nb, int64_t K,
+                             __m512 *acc, const int NB) {
+    for (int i = 0; i < NB; i++) {
+        const int32_t *xq = (const int32_t *)(x->q + (b + i) * K + 32 * j);
+        __m512i s = _mm512_setzero_si512();
+        for (int d = 0; d < 4; d++) {
+            s = _mm512_dpbusd_epi32(s, lo[d], _mm512_set1_epi32(xq[d]));
+            s = _mm512_dpbusd_epi32(s, hi[d], _mm512_set1_epi32(xq[4 + d]));
+        }
+        const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x->dx[(b + i) * nb + j]));
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[i]);
+        acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(x->xt[(b + i) * nb + j]), acc[i]);
+    }
+}
+
 /* one group of 16 rows at g (lane L: row 4 (L % 4) + L / 4, the 4x4 transpose's order) with
  * NB x rows from b: y rows b.., columns n0.. */
-#define AI static inline __attribute__((always_inline))
 AI PANEL void panel_group(const fe_block_q4_1 *g, int64_t nb, int64_t K, const qx *x, int64_t b,
                           __m512i hdr_idx, __m512i back, float *y, int64_t N, const int NB) {
     const __m512i m4 = _mm512_set1_epi8(15);
@@ -103,17 +121,7 @@ AI PANEL void panel_group(const fe_block_q4_1 *g, int64_t nb, int64_t K, const q
         const __m512i hdr = _mm512_i32gather_epi32(hdr_idx, (const void *)(g + j), 1);
         const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(hdr));
         const __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(hdr, 16)));
-        for (int i = 0; i < NB; i++) {
-            const int32_t *xq = (const int32_t *)(x->q + (b + i) * K + 32 * j);
-            __m512i s = _mm512_setzero_si512();
-            for (int d = 0; d < 4; d++) {
-                s = _mm512_dpbusd_epi32(s, lo[d], _mm512_set1_epi32(xq[d]));
-                s = _mm512_dpbusd_epi32(s, hi[d], _mm512_set1_epi32(xq[4 + d]));
-            }
-            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x->dx[(b + i) * nb + j]));
-            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[i]);
-            acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(x->xt[(b + i) * nb + j]), acc[i]);
-        }
+        rows_dot_block(lo, hi, dw, mw, x, b, j, nb, K, acc, NB);
     }
     for (int i = 0; i < NB; i++) _mm512_storeu_ps(y + (b + i) * N, _mm512_permutexvar_ps(back, acc[i]));
 }
@@ -175,17 +183,7 @@ AI PANEL void packed_group(const unsigned char *g, int64_t nb, int64_t K, const 
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
         const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288)));
-        for (int i = 0; i < NB; i++) {
-            const int32_t *xq = (const int32_t *)(x->q + (b + i) * K + 32 * j);
-            __m512i s = _mm512_setzero_si512();
-            for (int d = 0; d < 4; d++) {
-                s = _mm512_dpbusd_epi32(s, lo[d], _mm512_set1_epi32(xq[d]));
-                s = _mm512_dpbusd_epi32(s, hi[d], _mm512_set1_epi32(xq[4 + d]));
-            }
-            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x->dx[(b + i) * nb + j]));
-            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[i]);
-            acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(x->xt[(b + i) * nb + j]), acc[i]);
-        }
+        rows_dot_block(lo, hi, dw, mw, x, b, j, nb, K, acc, NB);
     }
     for (int i = 0; i < NB; i++) _mm512_storeu_ps(y + (b + i) * N, _mm512_permutexvar_ps(back, acc[i]));
 }

@@ -51,7 +51,7 @@ fe_status fe_graph_step_info(const fe_graph *g, int v, int s, const fe_word *wor
         if (!st->operand[i]) continue;
         const fe_view *view = fe_trace_view(&ver->tr, (fe_h){st->operand[i]});
         fe_tensor *t = &out->operands[i];
-        out->weight[i] = view->kind == BUF_WEIGHT && !view->n_dyn; /* as layouts.c lays out */
+        out->weight[i] = fe_view_is_fixed_weight(view); /* as layouts.c lays out */
         *t = (fe_tensor){.dtype = view->dtype, .rank = view->rank};
         memcpy(t->shape, view->shape, sizeof t->shape);
         memcpy(t->stride, view->stride, sizeof t->stride);

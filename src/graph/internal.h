@@ -61,6 +61,12 @@ typedef struct fe_view {
     bool has_bound[FE_MAX_RANK];
 } fe_view;
 
+/* A weight read whole or at a constant offset (no per-call offset): what a plan can lay out
+ * once (layouts.c) and the tuner prices as a constant input (inspect.c). */
+static inline bool fe_view_is_fixed_weight(const fe_view *v) {
+    return v->kind == BUF_WEIGHT && !v->n_dyn;
+}
+
 typedef struct fe_tstep {
     const fe_op *op;
     int operand[FE_MAX_OPERANDS]; /* view ids (1-based), 0 absent */

@@ -70,16 +70,13 @@ static bool same(const layout_rec *r, const fe_op *op, int operand, uint64_t for
     return true;
 }
 
-/* Operand i of step s (the weight view t) in the layout its kernel reads, from the store or
- * made there; *out NULL when the kernel reads it as stored. Under the store's lock. */
+/* Operand i of step s (the weight view t) in the layout its kernel reads (bytes in format),
+ * from the store or made there. Under the store's lock. */
 static fe_status layout_of(fe_graph *g, fe_layout_store *st, fe_version *v, int s, int i,
-                           const fe_tensor *t, const char *path, const void **out) {
+                           const fe_tensor *t, size_t bytes, uint64_t format, const char *path,
+                           const void **out) {
     fe_kernel *k = v->kernels[s];
     const fe_op *op = v->tr.steps[s].op;
-    uint64_t format;
-    size_t bytes = fe_kernel_layout_bytes(k, i, &format);
-    *out = NULL;
-    if (!bytes) return FE_OK;
     for (int r = 0; r < st->n; r++)
         if (same(&st->recs[r], op, i, format, t, bytes)) {
             *out = st->recs[r].mem;
@@ -130,9 +127,10 @@ fe_status fe_version_layouts(fe_graph *g, fe_version *v) {
         for (int i = 0; rc == FE_OK && i < ts->op->n_operands; i++) {
             const fe_view *w = ts->operand[i] ? fe_trace_view(&v->tr, (fe_h){ts->operand[i]}) : NULL;
             /* a weight read whole or at a constant offset, with data to lay out */
-            if (!w || w->kind != BUF_WEIGHT || w->n_dyn || !g->weights[w->buf].t.data ||
-                !fe_kernel_layout_bytes(v->kernels[s], i, NULL))
-                continue;
+            if (!w || !fe_view_is_fixed_weight(w) || !g->weights[w->buf].t.data) continue;
+            uint64_t format;
+            size_t bytes = fe_kernel_layout_bytes(v->kernels[s], i, &format);
+            if (!bytes) continue;
             if (!st && !g->own_layouts &&
                 (rc = fe_layout_store_create(&g->own_layouts, &g->err)) != FE_OK)
                 break;
@@ -141,8 +139,8 @@ fe_status fe_version_layouts(fe_graph *g, fe_version *v) {
                            .dtype = w->dtype, .rank = w->rank};
             memcpy(t.shape, w->shape, sizeof t.shape);
             memcpy(t.stride, w->stride, sizeof t.stride);
-            rc = layout_of(g, st ? st : g->own_layouts, v, s, i, &t, g->weights[w->buf].path,
-                           &v->layouts[s * FE_MAX_OPERANDS + i]);
+            rc = layout_of(g, st ? st : g->own_layouts, v, s, i, &t, bytes, format,
+                           g->weights[w->buf].path, &v->layouts[s * FE_MAX_OPERANDS + i]);
         }
     }
     if (st) pthread_mutex_unlock(&st->lock);
