@@ -3,10 +3,11 @@
  * repacked for a register tile, e.g. GEMM's k-pair panels of 32 rows) gets it made once,
  * when its version compiles, from the weight's data (weights cannot change once a version
  * is compiled). A layout is keyed by the weight view's memory, dtype, shape and strides and
- * by the op, operand and format, so every step of every version, and of every graph that
- * shares the store, reading the same view in the same format reads one layout. The weight
- * itself stays where its owner put it (mapped or in memory): other steps, a decode step's
- * GEMV, read it as stored, so a layout costs its bytes beside the weight's. */
+ * by its format (formats are global, ops/op.h), so every step of every version, and of every
+ * graph that shares the store, reading the same view in the same format reads one layout,
+ * whichever op reads it (a bf16 weight's k-pair panels serve the prefill's GEMM and the
+ * decode's GEMV). The weight itself stays where its owner put it (mapped or in memory) for
+ * the steps that read it as stored; a layout costs its bytes beside the weight's. */
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,7 +63,8 @@ const fe_layout_store *fe_graph_layout_store(const fe_graph *g) {
 
 static bool same(const layout_rec *r, const fe_op *op, int operand, uint64_t format,
                  const fe_tensor *t, size_t bytes) {
-    if (r->op != op || r->operand != operand || r->format != format || r->data != t->data ||
+    (void)op, (void)operand; /* formats are global (ops/op.h): one copy whoever reads it */
+    if (r->format != format || r->data != t->data ||
         r->dtype != t->dtype || r->rank != t->rank || r->bytes != bytes)
         return false;
     for (int d = 0; d < t->rank; d++)

@@ -22,6 +22,13 @@ enum {
     FE_MAX_CHOICES = 8,
 };
 
+/* Weight layout formats (fe_op.layout's *format). The ids are global: two ops that name one
+ * format for one weight read the same bytes, so a graph's layout store keeps one copy for
+ * both (the bf16 GEMM of a prefill chunk and the GEMV of a decode step). */
+enum {
+    FE_LAYOUT_BF16_PAIRS32 = 1, /* bf16 (N, K): k-pair panels of 32 rows (fe_gemm_dot_layout) */
+};
+
 #define FE_DT(t) (1u << (t))
 #define FE_DT_ANY ((1u << FE_DTYPE_COUNT) - 1u)
 

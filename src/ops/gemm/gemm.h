@@ -62,7 +62,7 @@ enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation c
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8 }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
 #define GM_DOT_DEFAULT GM_DOT_PACKED                  /* resolved where it can run */
-enum { GM_LAYOUT_BF16_PAIRS = 1 };                    /* B's layouts (fe_op.layout formats) */
+enum { GM_LAYOUT_BF16_PAIRS = FE_LAYOUT_BF16_PAIRS32 }; /* B's layout (fe_op.layout format) */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 

@@ -21,6 +21,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "ops/gemm/gemm.h"
 #include "ops/gemv/gemv.h"
 #include "ops/kquant/kquant.h"
 #include "core/quant.h"
@@ -509,4 +510,6 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 }
 
 #include "ops/gemv/avx512_batches.inc"
+#include "ops/gemv/avx512_panels.inc"
+#define GEMV_PANELS_RUN gemv_panels_run
 #include "ops/gemv/driver.inc"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/gemm/gemm.h"
 #include "ops/gemv/gemv.h"
 
 static const char *const epilogues[] = {"none", "silu", "swiglu", "residual", "geglu", NULL};
@@ -56,6 +57,14 @@ static const fe_tunable_decl tunables[] = {
                   "block is loaded and decoded once per pass of up to this many batches (f32, "
                   "bf16, act_int8 q8_0/q4_0/q4_1; scalar: every non-k-quant dtype); 1 = batch "
                   "after batch. Every batch's y is bit-identical whatever the setting"},
+    [GEMV_PANELS] = {"w_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
+                     0, true,
+                     "bf16 W on AVX-512: 1 = read W (and up) as k-pair panels of 32 rows, the "
+                     "bf16 GEMM's layout of the same weight (one copy for prefill and decode), "
+                     "32 outputs in the lanes, each worker's panels one memory stream; 0 = W's "
+                     "rows as stored. A sum order of its own (not the rows' bits); the same "
+                     "bytes at every batch count. resolve sets 1 where it runs and turns it off "
+                     "elsewhere"},
 };
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
@@ -198,6 +207,13 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
     }
+    /* w_panels: bf16 rank-2 W on the avx512 kernel (avx512_panels.inc) */
+    const fe_tensor *w = &c->operands[GEMV_W];
+    bool panels_run = c->dev->isa >= FE_ISA_AVX512 && w->dtype == FE_DTYPE_BF16 && w->rank == 2;
+    if (!c->tunable_set[GEMV_PANELS] || !panels_run) {
+        c->tunables[GEMV_PANELS] = panels_run;
+        c->tunable_set[GEMV_PANELS] = true;
+    }
     if (!c->tunable_set[GEMV_BPP]) {
         const fe_dtype dt = c->operands[GEMV_W].dtype;
         const bool floats = fe_dtype_info(dt)->block == 1;
@@ -231,7 +247,28 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
 static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
     gemv_shape s;
     fe_gemv_shape(a, d, &s);
+    if (s.panels) return (size_t)nth * fe_gemv_panels_worker_bytes(&s);
     return (size_t)nth * fe_gemv_worker_bytes(&s, d->isa);
+}
+
+/* w_panels = 1 reads W and up as k-pair panels of 32 rows (FE_LAYOUT_BF16_PAIRS32), the bf16
+ * GEMM's words for the same weight: N rounded up to 32, K to a pair. */
+static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
+    if (d->tunables[GEMV_PANELS] == 0 || d->isa != FE_ISA_AVX512 ||
+        (operand != GEMV_W && operand != GEMV_UP))
+        return 0;
+    *format = FE_LAYOUT_BF16_PAIRS32;
+    const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
+    return (size_t)((N + 31) / 32 * 32) * (size_t)((K + 1) / 2) * 4;
+}
+
+static void layout_make(const fe_args *a, const fe_design *d, int operand, void *dst, int ith,
+                        int nth) {
+    (void)d;
+    const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
+    int64_t p0, p1;
+    fe_split((N + 31) / 32, ith, nth, 1, &p0, &p1);
+    fe_gemm_dot_layout(a->t[operand].data, N, K, p0, p1, dst);
 }
 
 static double case_param(const fe_case *c, const char *name, double def, bool *given) {
@@ -431,6 +468,8 @@ FE_OP_DEFINE(gemv) {
     .kernels = gemv_kernels, .n_kernels = FE_COUNT(gemv_kernels),
     .cost = cost,
     .workspace = workspace,
+    .layout = layout,
+    .layout_make = layout_make,
     .operands_for = operands_for,
     .cases = cases, .n_cases = FE_COUNT(cases),
     /* f32 accumulation over K (scalar: blocks of 512 into double); measured at most 6e-5
