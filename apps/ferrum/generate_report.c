@@ -1,6 +1,7 @@
 /* apps/ferrum/generate_report.c: what `ferrum generate` says about a run (generate_report.h).
- * The summary adds up: peak RSS is split into the weights' resident pages, the weights the
- * plan repacked for its prefill GEMMs (held beside them), the KV cache rows written (its
+ * The summary adds up: peak RSS is split into the weights' resident pages (a mapped weight
+ * read only through a layout has its pages dropped), the weights the plan repacked once (the
+ * layouts its GEMMs and GEMVs read: bf16 k-pair panels), the KV cache rows written (its
  * pages are resident only as far as written), the graph's scratch, and the rest (code,
  * tokenizer, heap) as the remainder. */
 #include "generate_report.h"
@@ -106,7 +107,7 @@ void gen_report_summary(const gen_run *r) {
     double scratch = arena > kv ? arena - kv : 0;
     double rest = peak - resident - written - scratch - laid;
     fprintf(f, " | peak RSS %.1f MiB = weights %.1f MiB resident (of %.1f MiB %s) + weights "
-            "repacked for the prefill %.1f MiB + KV cache %.1f MiB written (%lld of %lld rows; "
+            "repacked once %.1f MiB + KV cache %.1f MiB written (%lld of %lld rows; "
             "%.1f MiB reserved) + graph scratch %.1f MiB + the rest %.1f MiB (code, tokenizer, "
             "heap)\n", mib(peak), mib(resident), mib((double)r->info.weight_bytes),
             r->info.weights_mapped ? "mapped" : "in memory", mib(laid), mib(written),

@@ -176,6 +176,13 @@ FE_API fe_status fe_layout_store_create(fe_layout_store **out, fe_error *err);
 FE_API void fe_layout_store_destroy(fe_layout_store *s);
 /* Bytes of the layouts the store holds (0 for NULL). */
 FE_API size_t fe_layout_store_bytes(const fe_layout_store *s);
+/* Called, under the store's lock, each time a layout has been made from a weight's memory
+ * [data, data + bytes): the steps that read the layout no longer read those bytes, so an
+ * owner that can read them again (a file mapping) may drop its pages. Steps that read the
+ * weight as stored still may (a Gather of a few embedding rows, another design): the owner
+ * must keep the memory valid. */
+typedef void (*fe_layout_made_fn)(void *user, const void *data, size_t bytes);
+FE_API void fe_layout_store_on_made(fe_layout_store *s, fe_layout_made_fn fn, void *user);
 
 typedef struct fe_compile_options {
     fe_packaging packaging; /* AUTO: fused unless a dispatch-time value forces each_step */

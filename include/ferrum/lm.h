@@ -124,8 +124,10 @@ typedef struct fe_lm_model_info {
 
 /* Fills *out. FE_E_INVALID for NULL. */
 FE_API fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out);
-/* Bytes of the weights now resident in memory (mapped pages in core, or all when in memory;
- * 0 when opened header-only). */
+/* Bytes of the weights this process now holds in memory (mapped pages present in its page
+ * tables, or all when in memory; 0 when opened header-only). A weight read only through a
+ * layout has its mapped pages dropped once the layout is made (see the summary's
+ * "repacked"). */
 FE_API size_t fe_lm_model_resident_bytes(const fe_lm_model *m);
 /* Bytes of the weights its sessions' plans read repacked (the prefill GEMMs' bf16 k-pair
  * panels), made once for all its sessions and held beside the weights; 0 before any. */

@@ -32,7 +32,24 @@ struct fe_layout_store {
     int n, cap;
     size_t bytes;
     pthread_mutex_t lock; /* graphs sharing the store may compile from several threads */
+    fe_layout_made_fn on_made; /* the owner's hook, told of each weight laid out */
+    void *on_made_user;
 };
+
+void fe_layout_store_on_made(fe_layout_store *s, fe_layout_made_fn fn, void *user) {
+    if (!s) return;
+    pthread_mutex_lock(&s->lock);
+    s->on_made = fn;
+    s->on_made_user = user;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* the bytes from a view's first element to its last */
+static size_t view_extent(const fe_tensor *t) {
+    int64_t last = 0;
+    for (int d = 0; d < t->rank; d++) last += (t->shape[d] - 1) * t->stride[d];
+    return fe_dtype_bytes(t->dtype, last + 1);
+}
 
 fe_status fe_layout_store_create(fe_layout_store **out, fe_error *err) {
     *out = fe_calloc(1, sizeof **out);
@@ -114,6 +131,7 @@ static fe_status layout_of(fe_graph *g, fe_layout_store *st, fe_version *v, int 
     memcpy(r->stride, t->stride, sizeof r->stride);
     st->bytes += bytes;
     *out = mem;
+    if (st->on_made) st->on_made(st->on_made_user, t->data, view_extent(t));
     return FE_OK;
 }
 

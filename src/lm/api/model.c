@@ -7,6 +7,8 @@
  * from the readers already name the file, so they are passed on as they are (the path once). */
 #include "lm/api/api.h"
 
+#include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -83,6 +85,14 @@ static fe_status open_tokenizer(fe_lm_model *m, const fe_lm_open_options *o, fe_
     return st;
 }
 
+/* A weight laid out once (its layout is what the steps read, e.g. a bf16 matrix's k-pair
+ * panels for prefill and decode): its mapped pages are dropped, so the process holds the
+ * layout rather than both; a step that still reads the weight as stored (the embedding's
+ * Gather of a few rows) reads its pages again from the file. */
+static void drop_laid_out(void *user, const void *data, size_t bytes) {
+    fe_gguf_drop_pages(((fe_lm_model *)user)->gguf, data, bytes);
+}
+
 fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_lm_model **out,
                            fe_error *err) {
     if (out) *out = NULL;
@@ -113,6 +123,7 @@ fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_
     }
     if (st == FE_OK) st = open_tokenizer(m, &o, err);
     if (st == FE_OK) st = fe_layout_store_create(&m->layouts, err);
+    if (st == FE_OK && m->gguf) fe_layout_store_on_made(m->layouts, drop_laid_out, m);
     if (st != FE_OK) {
         fe_lm_model_close(m);
         return st;
@@ -167,6 +178,22 @@ fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out) {
     return FE_OK;
 }
 
+/* Whether each of n pages from virtual page address p is mapped in this process (bit 63 of
+ * its /proc/self/pagemap entry): what the process holds, where mincore would say what the
+ * page cache holds (a dropped page of a laid-out weight is still cached). false when pagemap
+ * cannot be read. */
+static bool pages_present(int fd, uintptr_t p, size_t n, size_t page, unsigned char *vec) {
+    uint64_t e[512];
+    for (size_t k = 0; k < n;) {
+        size_t m = n - k < 512 ? n - k : 512;
+        off_t at = (off_t)((p / page + k) * sizeof(uint64_t));
+        if (pread(fd, e, m * sizeof(uint64_t), at) != (ssize_t)(m * sizeof(uint64_t))) return false;
+        for (size_t i = 0; i < m; i++) vec[k + i] = (unsigned char)(e[i] >> 63);
+        k += m;
+    }
+    return true;
+}
+
 size_t fe_lm_model_resident_bytes(const fe_lm_model *m) {
     if (!m || m->w.unread) return 0;
     const fe_tensor *ts[1024];
@@ -174,22 +201,28 @@ size_t fe_lm_model_resident_bytes(const fe_lm_model *m) {
     if (m->format == FE_LM_FORMAT_RANDOM || n > 1024) return fe_llama_weights_bytes(&m->w);
     size_t page = (size_t)sysconf(_SC_PAGESIZE), resident = 0;
     unsigned char vec[4096];
+    int fd = open("/proc/self/pagemap", O_RDONLY);
     for (int i = 0; i < n; i++) {
         if (!ts[i]->data) continue;
         uintptr_t a = (uintptr_t)ts[i]->data, lo = a / page * page;
         uintptr_t hi = a + fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
         for (uintptr_t p = lo; p < hi; p += sizeof vec * page) {
             size_t len = hi - p < sizeof vec * page ? hi - p : sizeof vec * page;
-            if (mincore((void *)p, len, vec) != 0) return fe_llama_weights_bytes(&m->w);
+            size_t np = (len + page - 1) / page;
+            if (!(fd >= 0 && pages_present(fd, p, np, page, vec)) && mincore((void *)p, len, vec) != 0) {
+                if (fd >= 0) close(fd);
+                return fe_llama_weights_bytes(&m->w);
+            }
             /* a resident page counts for the bytes of the tensor in it, so a page two
              * tensors share is not counted twice */
-            for (size_t k = 0; k < (len + page - 1) / page; k++) {
+            for (size_t k = 0; k < np; k++) {
                 uintptr_t from = p + k * page > a ? p + k * page : a;
                 uintptr_t to = p + (k + 1) * page < hi ? p + (k + 1) * page : hi;
                 resident += (vec[k] & 1) * (to - from);
             }
         }
     }
+    if (fd >= 0) close(fd);
     return resident;
 }
 

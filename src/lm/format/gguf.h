@@ -77,6 +77,10 @@ typedef struct fe_gguf_tensor {
  * them stay valid (a later read faults them in again from the file). No-op for buffers and
  * header-only readers. */
 void fe_gguf_release_metadata(const fe_gguf *g);
+/* Drops this process's pages of [p, p + n) (the whole pages inside it) when the range lies in
+ * g's mapping: clean private file pages, read again from the file if touched later. For a
+ * weight read only through a layout made from it (graph.h's fe_layout_store). */
+void fe_gguf_drop_pages(const fe_gguf *g, const void *p, size_t n);
 
 /* Maps and checks the GGUF file at `path`. On success *out is a new reader the caller
  * releases with fe_gguf_close. Returns FE_E_IO when the file cannot be opened or mapped,
