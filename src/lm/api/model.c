@@ -90,7 +90,9 @@ static fe_status open_tokenizer(fe_lm_model *m, const fe_lm_open_options *o, fe_
  * layout rather than both; a step that still reads the weight as stored (the embedding's
  * Gather of a few rows) reads its pages again from the file. */
 static void drop_laid_out(void *user, const void *data, size_t bytes) {
-    fe_gguf_drop_pages(((fe_lm_model *)user)->gguf, data, bytes);
+    const fe_lm_model *m = user;
+    fe_gguf_drop_pages(m->gguf, data, bytes);
+    fe_safetensors_drop_pages(m->st, data, bytes);
 }
 
 fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_lm_model **out,
@@ -123,7 +125,7 @@ fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_
     }
     if (st == FE_OK) st = open_tokenizer(m, &o, err);
     if (st == FE_OK) st = fe_layout_store_create(&m->layouts, err);
-    if (st == FE_OK && m->gguf) fe_layout_store_on_made(m->layouts, drop_laid_out, m);
+    if (st == FE_OK && (m->gguf || m->st)) fe_layout_store_on_made(m->layouts, drop_laid_out, m);
     if (st != FE_OK) {
         fe_lm_model_close(m);
         return st;

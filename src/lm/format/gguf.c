@@ -458,12 +458,7 @@ void fe_gguf_release_metadata(const fe_gguf *g) {
 }
 
 void fe_gguf_drop_pages(const fe_gguf *g, const void *p, size_t n) {
-    if (!g || !g->map.owned || !g->map.data || !p) return;
-    uintptr_t lo = (uintptr_t)g->map.data, hi = lo + g->map.size, a = (uintptr_t)p;
-    if (a < lo || n > hi - a) return; /* not wholly in the mapping */
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t from = (a + page - 1) / page * page, to = (a + n) / page * page;
-    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
+    if (g) fe_mapped_drop_pages(&g->map, p, n);
 }
 
 void fe_gguf_close(fe_gguf *g) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -63,4 +64,13 @@ bool fe_path_is_dir(const char *path) {
 bool fe_path_is_file(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void fe_mapped_drop_pages(const fe_mapped *m, const void *p, size_t n) {
+    if (!m || !m->owned || !m->data || !p) return;
+    uintptr_t lo = (uintptr_t)m->data, hi = lo + m->size, a = (uintptr_t)p;
+    if (a < lo || a > hi || n > hi - a) return; /* not wholly in the mapping */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = (a + page - 1) / page * page, to = (a + n) / page * page;
+    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
 }

@@ -29,6 +29,11 @@ fe_status fe_mapped_open(const char *path, fe_mapped *m, fe_error *err);
  * an empty buffer. Never fails. */
 void fe_mapped_borrow(const void *data, size_t size, fe_mapped *m);
 
+/* Drops this process's pages of [p, p + n) (the whole pages inside it) when the range lies in
+ * an owned mapping: clean private file pages, read again from the file if touched later.
+ * Anything else (a borrowed buffer, a range outside) is left alone. */
+void fe_mapped_drop_pages(const fe_mapped *m, const void *p, size_t n);
+
 /* Unmaps an owned mapping; a zeroed or borrowed one is left alone. Zeroes *m. NULL allowed. */
 void fe_mapped_close(fe_mapped *m);
 

@@ -385,6 +385,11 @@ fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const
     return open_memory(data, size, name, true, out, err);
 }
 
+void fe_safetensors_drop_pages(const fe_safetensors *st, const void *p, size_t n) {
+    for (size_t i = 0; st && i < st->n_shards; i++)
+        if (!st->shards[i].borrowed) fe_mapped_drop_pages(&st->shards[i].map, p, n);
+}
+
 void fe_safetensors_close(fe_safetensors *st) {
     if (!st) return;
     for (size_t i = 0; i < st->n; i++) fe_free((char *)st->tensors[i].name);

@@ -69,6 +69,8 @@ fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const
 
 /* Unmaps and frees. NULL allowed. Every pointer obtained from `st` dies here. */
 void fe_safetensors_close(fe_safetensors *st);
+/* As fe_gguf_drop_pages, in whichever shard's mapping holds [p, p + n). */
+void fe_safetensors_drop_pages(const fe_safetensors *st, const void *p, size_t n);
 
 /* Tensors, in order of shard, then data offset: count, and the i-th (NULL when i >= count),
  * whatever its dtype. */
