@@ -12,10 +12,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "core/quant.h"
+#include "ops/gemm/gemm.h"
 #include "ops/gemv/gemv.h"
 #include "support/testing.h"
 
@@ -38,11 +41,11 @@ static fe_isa best_isa(void) {
 }
 
 /* one GEMV design under test: W's dtype, K, act_int8, int8_dot (-1: resolve's), epilogue,
- * prologue */
+ * prologue, w_panels (bf16; -1: resolve's, 1 on avx2 and avx512) */
 typedef struct design {
     fe_dtype dt;
     int64_t K;
-    int i8, dot, epi, pro;
+    int i8, dot, epi, pro, panels;
 } design;
 
 /* W (and up) (N, K), x (MAX_B, K), residual (MAX_B, N), norm weight (K) */
@@ -92,9 +95,12 @@ static void gemv(fe_device *dev, const design *g, const operands *o, int64_t b0,
     fe_tensor ops[6] = {w, x, gated ? u : (fe_tensor){.rank = 0}, resid ? r : (fe_tensor){.rank = 0},
                         g->pro ? nw : (fe_tensor){.rank = 0}, yt};
     const fe_setting params[3] = {{"act_int8", g->i8}, {"epilogue", g->epi}, {"prologue", g->pro}};
-    fe_setting tun[3] = {{"rows_per_step", rps}, {"batches_per_pass", bpp}, {"int8_dot", g->dot}};
+    fe_setting tun[4] = {{"rows_per_step", rps}, {"batches_per_pass", bpp}};
+    int nt = 2;
+    if (g->dot >= 0) tun[nt++] = (fe_setting){"int8_dot", g->dot};
+    if (g->panels >= 0) tun[nt++] = (fe_setting){"w_panels", g->panels};
     fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6, .params = params,
-                         .n_params = 3, .tunables = tun, .n_tunables = g->dot >= 0 ? 3 : 2};
+                         .n_params = 3, .tunables = tun, .n_tunables = nt};
     fe_kernel *k = NULL;
     fe_error err = {0};
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("GEMV: %s", err.message);
@@ -143,18 +149,21 @@ static void every_batch_equals_its_one_row_gemv_byte_for_byte(void **s) {
     (void)s;
     /* K: floats off 16, 32 and 64; blocks an odd count (an unpaired last block) and even */
     const design designs[] = {
-        {FE_DTYPE_F32, 100, 0, -1, GEMV_EPI_NONE, 0},
-        {FE_DTYPE_F32, 211, 0, -1, GEMV_EPI_RESIDUAL, 1},
-        {FE_DTYPE_BF16, 100, 0, -1, GEMV_EPI_NONE, 0},
-        {FE_DTYPE_BF16, 168, 0, -1, GEMV_EPI_SWIGLU, 1},
-        {FE_DTYPE_F16, 72, 0, -1, GEMV_EPI_NONE, 0},
-        {FE_DTYPE_Q8_0, 160, 1, -1, GEMV_EPI_NONE, 0},
-        {FE_DTYPE_Q8_0, 128, 1, 0, GEMV_EPI_RESIDUAL, 0},
-        {FE_DTYPE_Q4_0, 160, 1, -1, GEMV_EPI_NONE, 0},
-        {FE_DTYPE_Q4_0, 96, 1, 0, GEMV_EPI_SWIGLU, 1},
-        {FE_DTYPE_Q4_1, 224, 1, -1, GEMV_EPI_NONE, 0},
-        {FE_DTYPE_Q4_1, 576, 1, -1, GEMV_EPI_SWIGLU, 1},
-        {FE_DTYPE_Q4_1, 96, 1, 0, GEMV_EPI_RESIDUAL, 0},
+        {FE_DTYPE_F32, 100, 0, -1, GEMV_EPI_NONE, 0, -1},
+        {FE_DTYPE_F32, 211, 0, -1, GEMV_EPI_RESIDUAL, 1, -1},
+        {FE_DTYPE_BF16, 100, 0, -1, GEMV_EPI_NONE, 0, 0},
+        {FE_DTYPE_BF16, 168, 0, -1, GEMV_EPI_SWIGLU, 1, 0},
+        {FE_DTYPE_BF16, 100, 0, -1, GEMV_EPI_NONE, 0, -1},
+        {FE_DTYPE_BF16, 167, 0, -1, GEMV_EPI_SWIGLU, 1, -1},
+        {FE_DTYPE_BF16, 96, 0, -1, GEMV_EPI_RESIDUAL, 0, -1},
+        {FE_DTYPE_F16, 72, 0, -1, GEMV_EPI_NONE, 0, -1},
+        {FE_DTYPE_Q8_0, 160, 1, -1, GEMV_EPI_NONE, 0, -1},
+        {FE_DTYPE_Q8_0, 128, 1, 0, GEMV_EPI_RESIDUAL, 0, -1},
+        {FE_DTYPE_Q4_0, 160, 1, -1, GEMV_EPI_NONE, 0, -1},
+        {FE_DTYPE_Q4_0, 96, 1, 0, GEMV_EPI_SWIGLU, 1, -1},
+        {FE_DTYPE_Q4_1, 224, 1, -1, GEMV_EPI_NONE, 0, -1},
+        {FE_DTYPE_Q4_1, 576, 1, -1, GEMV_EPI_SWIGLU, 1, -1},
+        {FE_DTYPE_Q4_1, 96, 1, 0, GEMV_EPI_RESIDUAL, 0, -1},
     };
     const fe_isa best = best_isa();
     int runs = 0;
@@ -168,9 +177,62 @@ static void every_batch_equals_its_one_row_gemv_byte_for_byte(void **s) {
                   "batches_per_pass) runs\n", runs);
 }
 
+/* The panel design (w_panels = 1, bf16 W) sums each output in one order on every ISA that
+ * runs it: AVX2 and AVX-512 give the same bytes, and both equal a plain double-free model of
+ * that order (per output, f32 FMAs over the even elements, then the odd ones, then their
+ * sum); the AVX2 plain-C layout maker writes the AVX-512 one's words. */
+static void panels_are_the_same_bytes_on_every_isa(void **s) {
+    (void)s;
+    const fe_isa best = best_isa();
+    if (best < FE_ISA_AVX2) skip();
+    const design g = {FE_DTYPE_BF16, 167, 0, -1, GEMV_EPI_NONE, 0, 1};
+    operands o;
+    operands_make(&o, &g, 0x9a7e1);
+    float want[3][N], got[3][N];
+    /* the order, modelled: fmaf is one rounding, as the FMA */
+    for (int64_t b = 0; b < 3; b++)
+        for (int64_t n = 0; n < N; n++) {
+            const uint16_t *w = (const uint16_t *)o.wb.mem + n * g.K;
+            const float *x = (const float *)o.xb.mem + b * g.K;
+            float e = 0, od = 0;
+            for (int64_t k = 0; k + 1 < g.K + 1; k += 2) {
+                e = fmaf(fe_bf16_to_f32(w[k]), x[k], e);
+                if (k + 1 < g.K) od = fmaf(fe_bf16_to_f32(w[k + 1]), x[k + 1], od);
+                else od = fmaf(0.0f, 0.0f, od);
+            }
+            want[b][n] = e + od;
+        }
+    for (int isa = FE_ISA_AVX2; isa <= (int)best; isa++) {
+        fe_device *dev = device_at((fe_isa)isa);
+        gemv(dev, &g, &o, 0, 3, 2, 4, got[0]);
+        fe_device_destroy(dev);
+        for (int64_t b = 0; b < 3; b++)
+            for (int64_t n = 0; n < N; n++)
+                if (memcmp(&got[b][n], &want[b][n], 4) != 0)
+                    fail_msg("%s bf16 panels: batch %lld row %lld is %.9g, the order gives %.9g",
+                             fe_isa_name((fe_isa)isa), (long long)b, (long long)n, got[b][n],
+                             want[b][n]);
+    }
+#ifdef __x86_64__
+    if (best >= FE_ISA_AVX512) { /* the two layout makers: the same words */
+        enum { PN = 70, PK = 45 };
+        uint16_t wsrc[PN * PK];
+        for (int i = 0; i < PN * PK; i++) wsrc[i] = (uint16_t)(i * 2654435761u >> 13);
+        static float a[3 * 32 * 23], c[3 * 32 * 23];
+        memset(a, 0xab, sizeof a);
+        memset(c, 0xcd, sizeof c);
+        fe_gemm_dot_layout(wsrc, PN, PK, 0, 3, a);
+        fe_gemv_pairs_layout(wsrc, PN, PK, 0, 3, c);
+        assert_memory_equal(a, c, sizeof a);
+    }
+#endif
+    operands_free(&o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_batch_equals_its_one_row_gemv_byte_for_byte),
+        cmocka_unit_test(panels_are_the_same_bytes_on_every_isa),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

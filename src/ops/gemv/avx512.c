@@ -17,7 +17,8 @@
  *         x's int8 by vpdpbusd, or vpmaddubsw + vpmaddwd (emulated), into exact int32 lanes
  *         (q4_0: -8 * sum(x) per 4 lanes preset), then * (d dx) in f32; q4_1 adds m (dx
  *         sum(x)) per block. An odd last block goes alone in 256 bits.
- * The batch kernels (one row, up to 8 batches) are avx512_batches.inc; the driver is driver.inc. */
+ * The batch kernels (one row, up to 8 batches) are avx512_batches.inc; the panel design (bf16 W
+ * as k-pair panels, w_panels) avx512_panels.inc; the driver is driver.inc. */
 #include <immintrin.h>
 #include <string.h>
 

@@ -59,8 +59,9 @@ static const fe_tunable_decl tunables[] = {
                   "after batch. Every batch's y is bit-identical whatever the setting"},
     [GEMV_PANELS] = {"w_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
                      0, true,
-                     "bf16 W on AVX-512: 1 = read W (and up) as k-pair panels of 32 rows, the "
-                     "bf16 GEMM's layout of the same weight (one copy for prefill and decode), "
+                     "bf16 W on AVX2 and AVX-512: 1 = read W (and up) as k-pair panels of 32 "
+                     "rows, the bf16 GEMM's layout of the same weight (on AVX-512 with bf16 "
+                     "dot: one copy for prefill and decode), "
                      "32 outputs in the lanes, each worker's panels one memory stream; 0 = W's "
                      "rows as stored. A sum order of its own (not the rows' bits); the same "
                      "bytes at every batch count. resolve sets 1 where it runs and turns it off "
@@ -207,9 +208,9 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
     }
-    /* w_panels: bf16 rank-2 W on the avx512 kernel (avx512_panels.inc) */
+    /* w_panels: bf16 rank-2 W on the avx2 and avx512 kernels (panels.inc) */
     const fe_tensor *w = &c->operands[GEMV_W];
-    bool panels_run = c->dev->isa >= FE_ISA_AVX512 && w->dtype == FE_DTYPE_BF16 && w->rank == 2;
+    bool panels_run = c->dev->isa >= FE_ISA_AVX2 && w->dtype == FE_DTYPE_BF16 && w->rank == 2;
     if (!c->tunable_set[GEMV_PANELS] || !panels_run) {
         c->tunables[GEMV_PANELS] = panels_run;
         c->tunable_set[GEMV_PANELS] = true;
@@ -254,7 +255,7 @@ static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
 /* w_panels = 1 reads W and up as k-pair panels of 32 rows (FE_LAYOUT_BF16_PAIRS32), the bf16
  * GEMM's words for the same weight: N rounded up to 32, K to a pair. */
 static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
-    if (d->tunables[GEMV_PANELS] == 0 || d->isa != FE_ISA_AVX512 ||
+    if (d->tunables[GEMV_PANELS] == 0 || d->isa < FE_ISA_AVX2 ||
         (operand != GEMV_W && operand != GEMV_UP))
         return 0;
     *format = FE_LAYOUT_BF16_PAIRS32;
@@ -268,7 +269,8 @@ static void layout_make(const fe_args *a, const fe_design *d, int operand, void 
     const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
     int64_t p0, p1;
     fe_split((N + 31) / 32, ith, nth, 1, &p0, &p1);
-    fe_gemm_dot_layout(a->t[operand].data, N, K, p0, p1, dst);
+    if (d->isa >= FE_ISA_AVX512) fe_gemm_dot_layout(a->t[operand].data, N, K, p0, p1, dst);
+    else fe_gemv_pairs_layout(a->t[operand].data, N, K, p0, p1, dst);
 }
 
 static double case_param(const fe_case *c, const char *name, double def, bool *given) {

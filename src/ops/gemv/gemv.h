@@ -131,8 +131,15 @@ static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
 /* the reference (plain double over fe_dequant_row rows; act_int8 by fe_gemv_dot_int8) */
 void fe_gemv_reference(const fe_args *a, const fe_design *d);
 
-/* The panel design's workspace per worker (avx512_panels.inc; the AVX-512 build only). */
+/* The panel design (w_panels = 1, bf16 W; panels.inc): W as k-pair panels of GEMV_PANEL_ROWS
+ * rows (FE_LAYOUT_BF16_PAIRS32). Its workspace per worker (x per batch of a chunk, one packed
+ * panel, the sums of a panel for W and up); and the layout's words made in plain C (the
+ * AVX2 kernel's maker; the same words as the AVX-512 fe_gemm_dot_layout): panels [p0, p1)
+ * of b (N x K bf16, rows K * 2 bytes apart), word o of pair row p of panel q holding row
+ * 32 q + o's elements 2p (low half) and 2p + 1 (high half; zero past K), rows past N zero. */
+enum { GEMV_PANEL_ROWS = 32 };
 size_t fe_gemv_panels_worker_bytes(const gemv_shape *s);
+void fe_gemv_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst);
 
 void fe_gemv_scalar(const fe_args *, const fe_design *, int, int);
 void fe_gemv_avx2(const fe_args *, const fe_design *, int, int);

@@ -226,3 +226,34 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
     free(dx);
     free(bsums);
 }
+
+size_t fe_gemv_panels_worker_bytes(const gemv_shape *s) {
+    const size_t pairs = (size_t)(s->K + 1) / 2;
+    return (size_t)s->chunk * (2 * pairs) * 4 + pairs * GEMV_PANEL_ROWS * 4 +
+           (size_t)s->chunk * GEMV_PANEL_ROWS * 4 * 2 + 256;
+}
+
+void fe_gemv_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst) {
+    /* a word is a row's 4 bytes at pair p (little-endian: element 2p low), so each panel is
+     * a 32 x pairs transpose of words, done in blocks of 8 pairs (a 32-byte read per row, 8
+     * whole 128-byte lines written); the last word of an odd K, and rows past N, built apart */
+    enum { PB = 8 };
+    const int64_t pairs = (K + 1) / 2, full = K / 2; /* words wholly inside every row */
+    const unsigned char *src = b;
+    for (int64_t q = p0; q < p1; q++) {
+        uint32_t *out = (uint32_t *)(dst + q * pairs * GEMV_PANEL_ROWS);
+        for (int64_t p = 0; p < pairs; p += PB) {
+            const int64_t np = pairs - p < PB ? pairs - p : PB;
+            uint32_t t[GEMV_PANEL_ROWS][PB];
+            for (int o = 0; o < GEMV_PANEL_ROWS; o++) {
+                const int64_t r = q * GEMV_PANEL_ROWS + o;
+                const int64_t nf = r < N ? (full - p < np ? (full - p > 0 ? full - p : 0) : np) : 0;
+                if (nf > 0) memcpy(t[o], src + (size_t)r * (size_t)K * 2 + (size_t)p * 4, (size_t)nf * 4);
+                for (int64_t j = nf; j < np; j++) /* past N zero; an odd K's last: its low half */
+                    t[o][j] = r < N && p + j < pairs ? ((const uint16_t *)src)[r * K + 2 * (p + j)] : 0u;
+            }
+            for (int64_t j = 0; j < np; j++)
+                for (int o = 0; o < GEMV_PANEL_ROWS; o++) out[(p + j) * GEMV_PANEL_ROWS + o] = t[o][j];
+        }
+    }
+}
