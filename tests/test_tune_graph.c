@@ -444,6 +444,10 @@ static void cli_tune_model_refuses_bad_options_naming_the_fix(void **s) {
     CLI_RUN_INTO(code, out, errs, "tune", model_dir, "--help");
     assert_int_equal(code, 0);
     assert_non_null(strstr(out, "ferrum tune [options] MODEL"));
+    /* a preset's name alone is a model too: its help, and the hint to draw its weights */
+    CLI_RUN_INTO(code, out, errs, "tune", "smollm2-135m", "--help");
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "ferrum tune [options] MODEL"));
     CLI_RUN_INTO(code, out, errs, "tune", "--random-weights", "1", "no-such-preset");
     assert_int_not_equal(code, 0);
     assert_non_null(strstr(errs, "no-such-preset"));

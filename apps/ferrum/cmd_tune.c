@@ -11,6 +11,7 @@
 #include "args.h"
 #include "cli.h"
 #include "cmd_tune_model.h"
+#include "ferrum/lm.h"
 #include "ferrum/tune.h"
 
 enum { MAX_SETTINGS = 16 };
@@ -139,9 +140,23 @@ static int write_entry(fe_device *dev, const fe_tune_result *res, const char *pa
     return FE_EXIT_OK;
 }
 
+/* Whether word is a model preset's name (llama-3.2-1b, smollm2-135m): its shapes open. */
+static bool names_preset(const char *word) {
+    fe_lm_open_options o = fe_lm_open_options_default();
+    o.random_weights = true;
+    o.header_only = true;
+    o.threads = 1;
+    fe_lm_model *m = NULL;
+    fe_error err = {0};
+    if (fe_lm_model_open(word, &o, &m, &err) != FE_OK) return false;
+    fe_lm_model_close(m);
+    return true;
+}
+
 /* Whether the command line names a model (else an operator): --random-weights or -m/--model,
  * or a word that is no option, no NAME=VALUE and no operator's name but a file or folder
- * that exists (a .gguf, a checkpoint), or ends as one would. */
+ * that exists (a .gguf, a checkpoint), ends as one would, or a preset's name (whose own
+ * command then asks for --random-weights). */
 static bool names_model(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -150,7 +165,7 @@ static bool names_model(int argc, char **argv) {
         if (a[0] == '-' || strchr(a, '=') || fe_op_find(a)) continue;
         size_t n = strlen(a);
         if (access(a, F_OK) == 0 || (n > 5 && !strcmp(a + n - 5, ".gguf")) ||
-            (n > 12 && !strcmp(a + n - 12, ".safetensors")))
+            (n > 12 && !strcmp(a + n - 12, ".safetensors")) || names_preset(a))
             return true;
     }
     return false;
