@@ -431,4 +431,5 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 }
 
 #include "ops/gemv/avx2_batches.inc"
+#include "ops/gemv/panel_avx2.inc"
 #include "ops/gemv/driver.inc"

@@ -509,4 +509,5 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 }
 
 #include "ops/gemv/avx512_batches.inc"
+#include "ops/gemv/panel_avx512.inc"
 #include "ops/gemv/driver.inc"

@@ -41,7 +41,7 @@ enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL, GEMV_EP
 /* the epilogues that read up (the paired matrix) */
 static inline bool fe_gemv_epi_gated(int epi) { return epi == GEMV_EPI_SWIGLU || epi == GEMV_EPI_GEGLU; }
 enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
-enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF, GEMV_BPP };            /* tunables */
+enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF, GEMV_BPP, GEMV_PANEL }; /* tunables */
 enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
 enum { GEMV_V_ROWS, GEMV_V_BATCHES };                                   /* per-call values */
 
@@ -66,6 +66,7 @@ typedef struct gemv_shape {
     int rps;
     int bpp;                /* batches_per_pass: 1 for batch after batch (gemv.h's opening) */
     int64_t pf;             /* software prefetch distance in bytes, 0 for none */
+    bool panel;             /* the outputs-in-lanes design (panel.h) */
 } gemv_shape;
 
 void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s);
