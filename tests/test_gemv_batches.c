@@ -92,9 +92,11 @@ static void gemv(fe_device *dev, const design *g, const operands *o, int64_t b0,
     fe_tensor ops[6] = {w, x, gated ? u : (fe_tensor){.rank = 0}, resid ? r : (fe_tensor){.rank = 0},
                         g->pro ? nw : (fe_tensor){.rank = 0}, yt};
     const fe_setting params[3] = {{"act_int8", g->i8}, {"epilogue", g->epi}, {"prologue", g->pro}};
-    fe_setting tun[3] = {{"rows_per_step", rps}, {"batches_per_pass", bpp}, {"int8_dot", g->dot}};
+    /* panel = 0: the row kernels and batch passes (test_gemv_panel checks the panel design) */
+    fe_setting tun[4] = {{"rows_per_step", rps}, {"batches_per_pass", bpp}, {"panel", 0},
+                         {"int8_dot", g->dot}};
     fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6, .params = params,
-                         .n_params = 3, .tunables = tun, .n_tunables = g->dot >= 0 ? 3 : 2};
+                         .n_params = 3, .tunables = tun, .n_tunables = g->dot >= 0 ? 4 : 3};
     fe_kernel *k = NULL;
     fe_error err = {0};
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("GEMV: %s", err.message);
