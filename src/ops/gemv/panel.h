@@ -27,6 +27,11 @@
 
 #include "ops/gemv/gemv.h"
 
+/* PANEL_PF: how many blocks ahead the kernels prefetch a group's panel (one memory stream a
+ * worker: it reads its groups front to back, and the prefetch runs on into the next group) */
+#ifndef PANEL_PF
+#define PANEL_PF 12
+#endif
 enum { PANEL_ROWS = 16 };
 
 /* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1) */
