@@ -65,8 +65,9 @@ static const fe_tunable_decl tunables[] = {
                     "per call without one: the same bytes), each output summed block after block "
                     "in f32, so a given x row's y is the same bytes whatever B, the bounds, the "
                     "workers and the ISA (not the bytes of 0); the other tunables but WIDTH "
-                    "then do nothing. resolve sets 1 for act_int8 q8_0 / q4_0 / q4_1 (0 elsewhere, "
-                    "where it is turned off); 0 = the row kernels and batch passes above"},
+                    "then do nothing. resolve sets 1 for act_int8 q4_1 (measured faster), 0 for q8_0 and "
+                    "q4_0 (1 when pinned) and turns it off where it does not serve; 0 = the row "
+                    "kernels and batch passes above"},
 };
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
@@ -196,9 +197,14 @@ static fe_status infer(fe_op_ctx *c) {
  * at 4-16 batches: the passes read 3 x vectors a block a batch against the row kernel's
  * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
-    const bool panel = c->params[GEMV_INT8] != 0 && fe_gemv_panel_serves(c->operands[GEMV_W].dtype);
+    /* the panel design: where it serves (act_int8 q8_0, q4_0, q4_1), off elsewhere; by
+     * default for q4_1 only, where it measured faster at B = 1 and 1.6-1.9x at B = 8 (q8_0:
+     * slower at B = 1 on Llama 3.2 1B, and its layout doubles the resident weights: pin
+     * panel = 1 to take it; q4_0: not measured). docs/performance.md */
+    const fe_dtype wdt = c->operands[GEMV_W].dtype;
+    const bool panel = c->params[GEMV_INT8] != 0 && fe_gemv_panel_serves(wdt);
     if (!c->tunable_set[GEMV_PANEL] || !panel) {
-        c->tunables[GEMV_PANEL] = c->tunable_set[GEMV_PANEL] ? 0 : panel;
+        c->tunables[GEMV_PANEL] = c->tunable_set[GEMV_PANEL] ? 0 : panel && wdt == FE_DTYPE_Q4_1;
         c->tunable_set[GEMV_PANEL] = true;
     }
     if (!c->tunable_set[GEMV_RPS]) {
@@ -409,8 +415,8 @@ static const fe_case cases[] = {
      P2("epilogue", GEMV_EPI_SWIGLU, "prologue", GEMV_PRO_RMSNORM)},
     {.name = "q4_1/int8_b4_bpp1", .dims = {4, 35, 160}, .n_dims = 3, P1("act_int8", 1),
      .tunables = {{"batches_per_pass", 1}, {"panel", 0}}, .n_tunables = 2},
-    /* the panel design (panel = 1, resolve's for act_int8 q8_0 / q4_0 / q4_1; the cases
-     * above without a pinned panel run it too): N off 16 (a padded last group) and at 16,
+    /* the panel design (panel = 1: resolve's for act_int8 q4_1, so the q4_1 int8 cases above
+     * without a pinned panel run it too; pinned for q8_0 and q4_0): N off 16 (a padded last group) and at 16,
      * K = 32, 64, 576, 1536, B = 1 to 12 (passes of 8, 4, 2, 1 and a second chunk at 17),
      * grouped W, the prologue and every epilogue, emulated dots beside VNNI; the catalog
      * runs each from the layout and without it, and at bounded rows and batches */
@@ -429,19 +435,24 @@ static const fe_case cases[] = {
     {.name = "q4_1/panel_madd", .dims = {9, 37, 576}, .n_dims = 3, .lo = -1, .hi = 1,
      P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
-    {.name = "q8_0/panel_k32", .dims = {2, 21, 32}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q8_0/panel_k32", .dims = {2, 21, 32}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
     {.name = "q8_0/panel_k576", .dims = {8, 50, 576}, .n_dims = 3, .lo = -1, .hi = 1,
-     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
     {.name = "q8_0/panel_repeat", .dims = {6, 35, 224}, .n_dims = 3,
-     P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_RESIDUAL)},
+     P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_RESIDUAL),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
     {.name = "q8_0/panel_madd", .dims = {11, 37, 1536}, .n_dims = 3, P1("act_int8", 1),
-     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
-    {.name = "q4_0/panel_k64", .dims = {4, 29, 64}, .n_dims = 3, P1("act_int8", 1)},
+     .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
+    {.name = "q4_0/panel_k64", .dims = {4, 29, 64}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
     {.name = "q4_0/panel_k1536", .dims = {12, 19, 1536}, .n_dims = 3, .lo = -1, .hi = 1,
-     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_GEGLU)},
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_GEGLU),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
     {.name = "q4_0/panel_madd", .dims = {6, 48, 576}, .n_dims = 3,
      P3("act_int8", 1, "repeat", 3, "epilogue", GEMV_EPI_RESIDUAL),
-     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+     .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},
