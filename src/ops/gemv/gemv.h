@@ -27,7 +27,11 @@
  * once per P batches rather than once per batch. Each batch's dot keeps the exact operation
  * order of the batch-after-batch kernel at the row count the step has (its accumulation
  * class), so every batch's y is bit-identical whatever P and whatever the other batches.
- * See driver.inc. */
+ * See driver.inc.
+ *
+ * The tunable panel = 1 (act_int8 q8_0, q4_0, q4_1; resolve's default for q4_1) is another
+ * design, with an order of its own: 16 outputs in the vector lanes, W read as 16-row panels
+ * from a layout made once per weight (panel.h, panel_driver.inc). */
 #ifndef FE_OPS_GEMV_H
 #define FE_OPS_GEMV_H
 
