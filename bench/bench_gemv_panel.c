@@ -20,6 +20,9 @@
  * Both include x's quantisation (the prototype's in AVX-512, as the GEMV's); neither the
  * epilogue.
  *
+ * The decode step also runs ferrum's own panel design (GEMV panel = 1, ops/gemv/panel.h, which
+ * grew out of this prototype) from layouts made once, beside the passes (pinned to panel = 0).
+ *
  * Usage: FERRUM_WORKERS=1 bench_gemv_panel */
 #include <immintrin.h>
 #include <math.h>
