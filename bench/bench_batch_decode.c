@@ -9,7 +9,10 @@
  * process's CPU seconds a step divided by the workers (less sensitive to the other jobs on a
  * shared host; the pool's waiting counts too). The device line and the load are printed.
  *
- * Usage: bench_batch_decode MODEL [--random-weights SEED] [--steps N] [--cpu-time]
+ * --against JSON replaces the baseline's GEMV tunables (default {"batches_per_pass": 1}), e.g.
+ * --against '{"panel": 0}': the row kernels and batch passes against the panel design.
+ *
+ * Usage: bench_batch_decode MODEL [--random-weights SEED] [--steps N] [--cpu-time] [--against JSON]
  *   MODEL: a GGUF or checkpoint, or with --random-weights a preset (llama-3.2-1b). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +38,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int usage(FILE *f, int code) {
-    fprintf(f, "usage: bench_batch_decode MODEL [--random-weights SEED] [--steps N] [--cpu-time]\n"
+    fprintf(f, "usage: bench_batch_decode MODEL [--random-weights SEED] [--steps N] [--cpu-time] [--against JSON]\n"
                "  times the batched decode step at 1, 2, 4, 8 and 12 rows, GEMV batch passes\n"
                "  against batch after batch (batches_per_pass 1), alternating; --steps: steps\n"
                "  a level and design (1..%d, default 12); --cpu-time: process CPU time per\n"
@@ -67,10 +70,12 @@ static fe_batch *make_batch(fe_lm_model *m, const fe_profile *prof, const int32_
 int main(int argc, char **argv) {
     const char *path = NULL;
     int steps = 12;
+    const char *against = "{\"batches_per_pass\": 1}";
     fe_lm_open_options oo = fe_lm_open_options_default();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout, 0);
         if (!strcmp(argv[i], "--cpu-time")) cpu_time = true;
+        else if (!strcmp(argv[i], "--against") && i + 1 < argc) against = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
             steps = atoi(argv[++i]);
             if (steps < 1 || steps > MAX_STEPS) {
@@ -99,7 +104,8 @@ int main(int argc, char **argv) {
     bench_print_load("start");
     /* batch after batch: every GEMV at batches_per_pass 1 */
     fe_profile *one = NULL;
-    const char *text = "{\"entries\": [{\"op\": \"GEMV\", \"tunables\": {\"batches_per_pass\": 1}}]}";
+    char text[512];
+    snprintf(text, sizeof text, "{\"entries\": [{\"op\": \"GEMV\", \"tunables\": %s}]}", against);
     int status = 0;
     const int32_t ids[8] = {1, 504, 3458, 314, 253, 655, 28, 30};
     fe_batch *b[2] = {NULL, NULL};

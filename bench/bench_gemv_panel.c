@@ -20,6 +20,9 @@
  * Both include x's quantisation (the prototype's in AVX-512, as the GEMV's); neither the
  * epilogue.
  *
+ * The decode step also runs ferrum's own panel design (GEMV panel = 1, ops/gemv/panel.h, which
+ * grew out of this prototype) from layouts made once, beside the passes (pinned to panel = 0).
+ *
  * Usage: FERRUM_WORKERS=1 bench_gemv_panel */
 #include <immintrin.h>
 #include <math.h>
@@ -280,9 +283,9 @@ static int bench(fe_device *dev, const char *name, int64_t N, int64_t K) {
                             fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xk), {.rank = 0}, {.rank = 0},
                             {.rank = 0}, fe_tensor_contiguous(y0, FE_DTYPE_F32, 2, yn)};
         const fe_setting params[1] = {{"act_int8", 1}};
-        const fe_setting tun[1] = {{"batches_per_pass", 8}};
+        const fe_setting tun[2] = {{"batches_per_pass", 8}, {"panel", 0}};
         fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6, .params = params,
-                             .n_params = 1, .tunables = tun, .n_tunables = 1};
+                             .n_params = 1, .tunables = tun, .n_tunables = 2};
         fe_kernel *k = NULL;
         fe_error err = {0};
         if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) {
@@ -370,24 +373,34 @@ static int bench_step(fe_device *dev) {
         const int64_t B = Bs[bi];
         /* one kernel per distinct (N, K), W pointed at each matrix per call */
         const int64_t dims[4][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}};
-        fe_kernel *k[5] = {0};
-        for (int d = 0; d < 5 && !status; d++) {
-            const int64_t nk[2] = {d < 4 ? dims[d][0] : 49152, d < 4 ? dims[d][1] : 576};
+        fe_kernel *k[5] = {0}, *kp[5] = {0};
+        for (int d = 0; d < 10 && !status; d++) {
+            const int dd = d % 5;
+            const int64_t nk[2] = {dd < 4 ? dims[dd][0] : 49152, dd < 4 ? dims[dd][1] : 576};
             const int64_t xk[2] = {B, nk[1]}, yn[2] = {B, nk[0]};
             fe_tensor ops[6] = {fe_tensor_contiguous(m[0].w, FE_DTYPE_Q4_1, 2, nk),
                                 fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xk), {.rank = 0},
                                 {.rank = 0}, {.rank = 0}, fe_tensor_contiguous(y, FE_DTYPE_F32, 2, yn)};
             const fe_setting params[1] = {{"act_int8", 1}};
-            const fe_setting tun[1] = {{"batches_per_pass", 8}};
+            const fe_setting tun[2] = {{"batches_per_pass", 8}, {"panel", d >= 5}};
             fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6, .params = params,
-                                 .n_params = 1, .tunables = tun, .n_tunables = 1};
+                                 .n_params = 1, .tunables = tun, .n_tunables = 2};
             fe_error err = {0};
-            if (fe_kernel_create(dev, &req, &k[d], &err) != FE_OK) {
+            if (fe_kernel_create(dev, &req, d < 5 ? &k[dd] : &kp[dd], &err) != FE_OK) {
                 printf("  step: cannot make the GEMV: %s\n", err.message);
                 status = 1;
             }
         }
-        double t[3][STEP_RUNS];
+        /* ferrum's panel design reads each matrix from its layout, made once */
+        void *lay[NMAT] = {0};
+        for (int i = 0; i < NMAT && !status; i++) {
+            const int d = i == NMAT - 1 ? 4 : m[i].N == 192 ? 1 : m[i].N == 1536 ? 2 : m[i].K == 1536 ? 3 : 0;
+            const int64_t nk[2] = {m[i].N, m[i].K};
+            const fe_tensor wt = fe_tensor_contiguous(m[i].w, FE_DTYPE_Q4_1, 2, nk);
+            lay[i] = fe_aligned_alloc(64, fe_kernel_layout_bytes(kp[d], 0, NULL));
+            if (!lay[i] || fe_kernel_make_layout(kp[d], 0, &wt, lay[i]) != FE_OK) status = 1;
+        }
+        double t[4][STEP_RUNS];
         for (int run = 0; run <= STEP_RUNS && !status; run++) { /* run 0 warms up */
             const double a = fe_peak_clock_s();
             for (int i = 0; i < NMAT; i++) {
@@ -406,21 +419,37 @@ static int bench_step(fe_device *dev) {
             const double c = fe_peak_clock_s();
             for (int i = 0; i < NMAT; i++) quant_rows(x, B, m[i].K, &q);
             const double e = fe_peak_clock_s();
+            for (int i = 0; i < NMAT; i++) {
+                const int d = i == NMAT - 1 ? 4 : m[i].N == 192 ? 1 : m[i].N == 1536 ? 2 : m[i].K == 1536 ? 3 : 0;
+                const int64_t nk[2] = {m[i].N, m[i].K}, xk[2] = {B, m[i].K}, yn[2] = {B, m[i].N};
+                fe_tensor ops[6] = {fe_tensor_contiguous(m[i].w, FE_DTYPE_Q4_1, 2, nk),
+                                    fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xk), {.rank = 0},
+                                    {.rank = 0}, {.rank = 0}, fe_tensor_contiguous(y, FE_DTYPE_F32, 2, yn)};
+                const void *ls[6] = {lay[i]};
+                if (fe_kernel_run_layouts(kp[d], ops, 6, ls, NULL, 0) != FE_OK) status = 1;
+            }
+            const double f = fe_peak_clock_s();
             if (run > 0) {
                 t[0][run - 1] = (b - a) * 1e3;
                 t[1][run - 1] = (c - b) * 1e3;
                 t[2][run - 1] = (e - c) * 1e3;
+                t[3][run - 1] = (f - e) * 1e3;
             }
         }
         for (int d = 0; d < 5; d++) fe_kernel_destroy(k[d]);
+        for (int d = 0; d < 5; d++) fe_kernel_destroy(kp[d]);
+        for (int i = 0; i < NMAT; i++) fe_free(lay[i]);
         if (status) break;
-        for (int i = 0; i < 3; i++) qsort(t[i], STEP_RUNS, sizeof(double), cmp_double);
+        for (int i = 0; i < 4; i++) qsort(t[i], STEP_RUNS, sizeof(double), cmp_double);
         printf("  step  B=%-2lld  passes %7.2f ms (%.2f-%.2f) %6.1f rows/s   packed panel %7.2f ms "
-               "(%.2f-%.2f) %6.1f rows/s   %.2fx   (its x quantisation alone: %.2f ms)\n",
+               "(%.2f-%.2f) %6.1f rows/s   %.2fx   (its x quantisation alone: %.2f ms)   "
+               "ferrum panel = 1 %7.2f ms (%.2f-%.2f) %6.1f rows/s %.2fx\n",
                (long long)B, t[0][STEP_RUNS / 2], t[0][0], t[0][STEP_RUNS - 1],
                1e3 * (double)B / t[0][STEP_RUNS / 2], t[1][STEP_RUNS / 2], t[1][0],
                t[1][STEP_RUNS - 1], 1e3 * (double)B / t[1][STEP_RUNS / 2],
-               t[0][STEP_RUNS / 2] / t[1][STEP_RUNS / 2], t[2][STEP_RUNS / 2]);
+               t[0][STEP_RUNS / 2] / t[1][STEP_RUNS / 2], t[2][STEP_RUNS / 2], t[3][STEP_RUNS / 2],
+               t[3][0], t[3][STEP_RUNS - 1], 1e3 * (double)B / t[3][STEP_RUNS / 2],
+               t[0][STEP_RUNS / 2] / t[3][STEP_RUNS / 2]);
         fflush(stdout);
     }
     for (int i = 0; i < NMAT; i++) {

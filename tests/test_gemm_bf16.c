@@ -172,13 +172,13 @@ static void sessions_of_one_model_share_its_layouts(void **s) {
     fe_lm_model *m = NULL;
     if (fe_lm_model_open(dir, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
     /* the layers' matrices, each in 32-row panels of k-pairs, read by the prefill's GEMMs
-     * (bf16 dot) and the decode's GEMVs (w_panels, every AVX-512 device) in one copy; and
+     * (bf16 dot) and the decode's GEMVs (panel, every AVX2 and AVX-512 device) in one copy; and
      * the head (the tied embedding), read by the GEMVs alone */
     const int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim, h = c.hidden;
     const int64_t nk[7][2] = {{q, h}, {kv, h}, {kv, h}, {h, q}, {c.ffn, h}, {c.ffn, h}, {h, c.ffn}};
     size_t want = 0;
     for (int i = 0; i < 7; i++) want += (size_t)((nk[i][0] + 31) / 32 * 32) * ((nk[i][1] + 1) / 2) * 4;
-    const bool panels = fe_device_get_info(test_dev)->isa >= FE_ISA_AVX512;
+    const bool panels = fe_device_get_info(test_dev)->isa >= FE_ISA_AVX2;
     want *= has_bf16_dot() || panels ? (size_t)c.n_layers : 0;
     if (panels) want += (size_t)((c.vocab + 31) / 32 * 32) * ((h + 1) / 2) * 4;
     fe_lm_session_options so = fe_lm_session_options_default();

@@ -41,7 +41,8 @@ static fe_isa best_isa(void) {
 }
 
 /* one GEMV design under test: W's dtype, K, act_int8, int8_dot (-1: resolve's), epilogue,
- * prologue, w_panels (bf16; -1: resolve's, 1 on avx2 and avx512) */
+ * prologue, panel (-1: resolve's: 1 for bf16 on avx2 and avx512; the act_int8 designs pin
+ * 0, their batch passes: test_gemv_panel checks their panel design) */
 typedef struct design {
     fe_dtype dt;
     int64_t K;
@@ -98,7 +99,7 @@ static void gemv(fe_device *dev, const design *g, const operands *o, int64_t b0,
     fe_setting tun[4] = {{"rows_per_step", rps}, {"batches_per_pass", bpp}};
     int nt = 2;
     if (g->dot >= 0) tun[nt++] = (fe_setting){"int8_dot", g->dot};
-    if (g->panels >= 0) tun[nt++] = (fe_setting){"w_panels", g->panels};
+    if (g->panels >= 0) tun[nt++] = (fe_setting){"panel", g->panels};
     fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6, .params = params,
                          .n_params = 3, .tunables = tun, .n_tunables = nt};
     fe_kernel *k = NULL;
@@ -157,13 +158,13 @@ static void every_batch_equals_its_one_row_gemv_byte_for_byte(void **s) {
         {FE_DTYPE_BF16, 167, 0, -1, GEMV_EPI_SWIGLU, 1, -1},
         {FE_DTYPE_BF16, 96, 0, -1, GEMV_EPI_RESIDUAL, 0, -1},
         {FE_DTYPE_F16, 72, 0, -1, GEMV_EPI_NONE, 0, -1},
-        {FE_DTYPE_Q8_0, 160, 1, -1, GEMV_EPI_NONE, 0, -1},
-        {FE_DTYPE_Q8_0, 128, 1, 0, GEMV_EPI_RESIDUAL, 0, -1},
-        {FE_DTYPE_Q4_0, 160, 1, -1, GEMV_EPI_NONE, 0, -1},
-        {FE_DTYPE_Q4_0, 96, 1, 0, GEMV_EPI_SWIGLU, 1, -1},
-        {FE_DTYPE_Q4_1, 224, 1, -1, GEMV_EPI_NONE, 0, -1},
-        {FE_DTYPE_Q4_1, 576, 1, -1, GEMV_EPI_SWIGLU, 1, -1},
-        {FE_DTYPE_Q4_1, 96, 1, 0, GEMV_EPI_RESIDUAL, 0, -1},
+        {FE_DTYPE_Q8_0, 160, 1, -1, GEMV_EPI_NONE, 0, 0},
+        {FE_DTYPE_Q8_0, 128, 1, 0, GEMV_EPI_RESIDUAL, 0, 0},
+        {FE_DTYPE_Q4_0, 160, 1, -1, GEMV_EPI_NONE, 0, 0},
+        {FE_DTYPE_Q4_0, 96, 1, 0, GEMV_EPI_SWIGLU, 1, 0},
+        {FE_DTYPE_Q4_1, 224, 1, -1, GEMV_EPI_NONE, 0, 0},
+        {FE_DTYPE_Q4_1, 576, 1, -1, GEMV_EPI_SWIGLU, 1, 0},
+        {FE_DTYPE_Q4_1, 96, 1, 0, GEMV_EPI_RESIDUAL, 0, 0},
     };
     const fe_isa best = best_isa();
     int runs = 0;
@@ -177,7 +178,7 @@ static void every_batch_equals_its_one_row_gemv_byte_for_byte(void **s) {
                   "batches_per_pass) runs\n", runs);
 }
 
-/* The panel design (w_panels = 1, bf16 W) sums each output in one order on every ISA that
+/* The bf16 panel design (panel = 1) sums each output in one order on every ISA that
  * runs it: AVX2 and AVX-512 give the same bytes, and both equal a plain double-free model of
  * that order (per output, f32 FMAs over the even elements, then the odd ones, then their
  * sum); the AVX2 plain-C layout maker writes the AVX-512 one's words. */

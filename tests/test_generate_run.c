@@ -268,7 +268,7 @@ static void the_summary_adds_up_and_counts_in_words(void **st) {
     const char *m = strstr(errs, "peak RSS ");
     assert_non_null(m);
     assert_int_equal(sscanf(m, "peak RSS %lf MiB = weights %lf MiB resident (of %lf MiB mapped) + "
-                               "weights repacked once %lf MiB + KV cache %lf MiB "
+                               "weights repacked into layouts %lf MiB + KV cache %lf MiB "
                                "written (%lld of %lld rows; %lf MiB reserved) + graph scratch "
                                "%lf MiB + the rest %lf MiB", &peak, &w, &w_all, &laid, &kv, &rows,
                             &all, &kv_res, &scratch, &rest), 10);

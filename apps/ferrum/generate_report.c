@@ -107,7 +107,7 @@ void gen_report_summary(const gen_run *r) {
     double scratch = arena > kv ? arena - kv : 0;
     double rest = peak - resident - written - scratch - laid;
     fprintf(f, " | peak RSS %.1f MiB = weights %.1f MiB resident (of %.1f MiB %s) + weights "
-            "repacked once %.1f MiB + KV cache %.1f MiB written (%lld of %lld rows; "
+            "repacked into layouts %.1f MiB + KV cache %.1f MiB written (%lld of %lld rows; "
             "%.1f MiB reserved) + graph scratch %.1f MiB + the rest %.1f MiB (code, tokenizer, "
             "heap)\n", mib(peak), mib(resident), mib((double)r->info.weight_bytes),
             r->info.weights_mapped ? "mapped" : "in memory", mib(laid), mib(written),

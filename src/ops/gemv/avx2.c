@@ -9,7 +9,7 @@
  * (q4_0: ncorr's -8 * sum(x) added), times d dx, plus m dx sum(x) for q4_1. With 16 ymm
  * registers, 8 rows keep one accumulator each, fewer rows two. Tails of f32 use masked
  * loads; of bf16 / f16 a zero-padded copy. The batch kernels (one row, up to 8 batches) are
- * avx2_batches.inc; the panel design (bf16 W as k-pair panels, w_panels) avx2_panels.inc;
+ * avx2_batches.inc; the panel design (bf16 W as k-pair panels, panel) avx2_panels.inc;
  * the driver is driver.inc. */
 #include <immintrin.h>
 #include <string.h>
@@ -434,4 +434,5 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 #include "ops/gemv/avx2_batches.inc"
 #include "ops/gemv/avx2_panels.inc"
 #define GEMV_PANELS_RUN gemv_panels_run
+#include "ops/gemv/panel_avx2.inc"
 #include "ops/gemv/driver.inc"

@@ -18,7 +18,7 @@
  *         (q4_0: -8 * sum(x) per 4 lanes preset), then * (d dx) in f32; q4_1 adds m (dx
  *         sum(x)) per block. An odd last block goes alone in 256 bits.
  * The batch kernels (one row, up to 8 batches) are avx512_batches.inc; the panel design (bf16 W
- * as k-pair panels, w_panels) avx512_panels.inc; the driver is driver.inc. */
+ * as k-pair panels, panel) avx512_panels.inc; the driver is driver.inc. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -513,4 +513,5 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 #include "ops/gemv/avx512_batches.inc"
 #include "ops/gemv/avx512_panels.inc"
 #define GEMV_PANELS_RUN gemv_panels_run
+#include "ops/gemv/panel_avx512.inc"
 #include "ops/gemv/driver.inc"

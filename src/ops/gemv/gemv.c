@@ -9,6 +9,7 @@
 
 #include "ops/gemm/gemm.h"
 #include "ops/gemv/gemv.h"
+#include "ops/gemv/panel.h"
 
 static const char *const epilogues[] = {"none", "silu", "swiglu", "residual", "geglu", NULL};
 static const char *const prologues[] = {"none", "rmsnorm", NULL};
@@ -57,15 +58,19 @@ static const fe_tunable_decl tunables[] = {
                   "block is loaded and decoded once per pass of up to this many batches (f32, "
                   "bf16, act_int8 q8_0/q4_0/q4_1; scalar: every non-k-quant dtype); 1 = batch "
                   "after batch. Every batch's y is bit-identical whatever the setting"},
-    [GEMV_PANELS] = {"w_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
-                     0, true,
-                     "bf16 W on AVX2 and AVX-512: 1 = read W (and up) as k-pair panels of 32 "
-                     "rows, the bf16 GEMM's layout of the same weight (on AVX-512 with bf16 "
-                     "dot: one copy for prefill and decode), "
-                     "32 outputs in the lanes, each worker's panels one memory stream; 0 = W's "
-                     "rows as stored. A sum order of its own (not the rows' bits); the same "
-                     "bytes at every batch count. resolve sets 1 where it runs and turns it off "
-                     "elsewhere"},
+    [GEMV_PANEL] = {"panel", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
+                    true,
+                    "1 = W read as panels from a layout made once per weight (packed per call "
+                    "without one: the same bytes), outputs in the vector lanes, each worker's "
+                    "panels one memory stream, each output in a summation order of its own (not "
+                    "the bytes of 0), the same bytes whatever B, the bounds, the workers and the "
+                    "ISA; the other tunables but WIDTH then do nothing. bf16 W (AVX2, AVX-512): "
+                    "k-pair panels of 32 rows, the bf16 GEMM's layout of the same weight (one "
+                    "copy for prefill and decode where the GEMM reads it); act_int8 with q8_0, "
+                    "q4_0 or q4_1 W (ops/gemv/panel.h): 16 rows' quants transposed per 32-block, "
+                    "then their scales. resolve sets 1 for bf16 and act_int8 q4_1 (measured "
+                    "faster), 0 for q8_0 and q4_0 (1 when pinned) and turns it off where it does "
+                    "not serve; 0 = the row kernels and batch passes above"},
 };
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
@@ -195,6 +200,20 @@ static fe_status infer(fe_op_ctx *c) {
  * at 4-16 batches: the passes read 3 x vectors a block a batch against the row kernel's
  * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
+    /* the panel designs, where they serve (bf16; act_int8 q8_0, q4_0, q4_1), off elsewhere;
+     * act_int8 by default for q4_1 only, measured faster at B = 1 and 1.6-1.9x at B = 8 (q8_0:
+     * slower at B = 1 on Llama 3.2 1B, and its layout doubles the resident weights: pin
+     * panel = 1 to take it; q4_0: not measured). docs/performance.md */
+    const fe_dtype wdt = c->operands[GEMV_W].dtype;
+    /* bf16: rank-2 W on the avx2 and avx512 kernels (panels.inc), 1 by default: the decode
+     * step of the Llama 3.2 1B shape 1.3-2.2x faster (docs/performance.md) */
+    const bool bf16 = wdt == FE_DTYPE_BF16 && c->operands[GEMV_W].rank == 2 &&
+                      c->dev->isa >= FE_ISA_AVX2;
+    const bool panel = bf16 || (c->params[GEMV_INT8] != 0 && fe_gemv_panel_serves(wdt));
+    if (!c->tunable_set[GEMV_PANEL] || !panel) {
+        c->tunables[GEMV_PANEL] = c->tunable_set[GEMV_PANEL] ? 0 : bf16 || (panel && wdt == FE_DTYPE_Q4_1);
+        c->tunable_set[GEMV_PANEL] = true;
+    }
     if (!c->tunable_set[GEMV_RPS]) {
         bool swiglu = fe_gemv_epi_gated((int)c->params[GEMV_EPI]);
         bool blocks = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1;
@@ -207,13 +226,6 @@ static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_DOT8] || !can) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
-    }
-    /* w_panels: bf16 rank-2 W on the avx2 and avx512 kernels (panels.inc) */
-    const fe_tensor *w = &c->operands[GEMV_W];
-    bool panels_run = c->dev->isa >= FE_ISA_AVX2 && w->dtype == FE_DTYPE_BF16 && w->rank == 2;
-    if (!c->tunable_set[GEMV_PANELS] || !panels_run) {
-        c->tunables[GEMV_PANELS] = panels_run;
-        c->tunable_set[GEMV_PANELS] = true;
     }
     if (!c->tunable_set[GEMV_BPP]) {
         const fe_dtype dt = c->operands[GEMV_W].dtype;
@@ -248,14 +260,17 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
 static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
     gemv_shape s;
     fe_gemv_shape(a, d, &s);
-    if (s.panels) return (size_t)nth * fe_gemv_panels_worker_bytes(&s);
+    if (s.panel && s.dt == FE_DTYPE_BF16) return (size_t)nth * fe_gemv_panels_worker_bytes(&s);
+    if (s.panel) return (size_t)nth * fe_gemv_panel_worker_bytes(&s);
     return (size_t)nth * fe_gemv_worker_bytes(&s, d->isa);
 }
 
-/* w_panels = 1 reads W and up as k-pair panels of 32 rows (FE_LAYOUT_BF16_PAIRS32), the bf16
- * GEMM's words for the same weight: N rounded up to 32, K to a pair. */
+/* panel = 1 reads W and up from a layout: bf16 as k-pair panels of 32 rows
+ * (FE_LAYOUT_BF16_PAIRS32, the bf16 GEMM's words for the same weight: N rounded up to 32, K
+ * to a pair), act_int8 blocks as panel.h's 16-row panels. */
 static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
-    if (d->tunables[GEMV_PANELS] == 0 || d->isa < FE_ISA_AVX2 ||
+    if (d->dtypes[GEMV_W] != FE_DTYPE_BF16) return fe_gemv_panel_layout(a, d, operand, format);
+    if (d->tunables[GEMV_PANEL] == 0 || d->isa < FE_ISA_AVX2 ||
         (operand != GEMV_W && operand != GEMV_UP))
         return 0;
     *format = FE_LAYOUT_BF16_PAIRS32;
@@ -265,7 +280,10 @@ static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t
 
 static void layout_make(const fe_args *a, const fe_design *d, int operand, void *dst, int ith,
                         int nth) {
-    (void)d;
+    if (d->dtypes[GEMV_W] != FE_DTYPE_BF16) {
+        fe_gemv_panel_layout_make(a, d, operand, dst, ith, nth);
+        return;
+    }
     const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
     int64_t p0, p1;
     fe_split((N + 31) / 32, ith, nth, 1, &p0, &p1);
@@ -393,12 +411,12 @@ static const fe_case cases[] = {
     /* act_int8 with 16-bit multiply-adds instead of VNNI (int8_dot = 0, pinned: the design
      * AVX-512 devices without avx512vnni run); the same integers */
     {.name = "q8_0/int8_madd", .dims = {2, 37, 96}, .n_dims = 3, P1("act_int8", 1),
-     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+     .tunables = {{"int8_dot", 0}, {"panel", 0}}, .n_tunables = 2},
     {.name = "q4_0/int8_madd", .dims = {3, 33, 160}, .n_dims = 3,
-     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"int8_dot", 0}, {"panel", 0}}, .n_tunables = 2},
     {.name = "q4_1/int8_madd", .dims = {1, 45, 576}, .n_dims = 3, .lo = -1, .hi = 1,
      P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
-     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+     .tunables = {{"int8_dot", 0}, {"panel", 0}}, .n_tunables = 2},
     /* the other rows_per_step choices than resolve's (2 / 1 for floats, 4 for blocks) */
     {.name = "bf16/rps8", .dims = {1, 70, 64}, .n_dims = 3, .tunables = {{"rows_per_step", 8}}, .n_tunables = 1},
     {.name = "q4_1/rps1", .dims = {1, 50, 96}, .n_dims = 3, .tunables = {{"rows_per_step", 1}}, .n_tunables = 1},
@@ -406,16 +424,22 @@ static const fe_case cases[] = {
      * B from 2 to 16 (two prepared chunks past 16 batches' worth of passes), passes of 8, 4,
      * 2 and 1, K an odd count of blocks (an unpaired last block) or off the float tiles, N
      * odd; the fused prologue and epilogues; batch after batch (1) beside them */
-    {.name = "q4_1/int8_b16", .dims = {16, 37, 160}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_1/int8_b16", .dims = {16, 37, 160}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q4_1/int8_b11_fused", .dims = {11, 21, 576}, .n_dims = 3, .lo = -1, .hi = 1,
-     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
+    {.name = "q8_0/int8_rows", .dims = {3, 37, 96}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
+    {.name = "q4_0/int8_rows", .dims = {2, 45, 160}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_SWIGLU), .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q4_0/int8_b13", .dims = {13, 33, 96}, .n_dims = 3,
-     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"batches_per_pass", 4}},
-     .n_tunables = 1},
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"batches_per_pass", 4}, {"panel", 0}},
+     .n_tunables = 2},
     {.name = "q8_0/int8_b9", .dims = {9, 45, 224}, .n_dims = 3, P1("act_int8", 1),
-     .tunables = {{"batches_per_pass", 8}}, .n_tunables = 1},
+     .tunables = {{"batches_per_pass", 8}, {"panel", 0}}, .n_tunables = 2},
     {.name = "q8_0/int8_b6_madd", .dims = {6, 19, 160}, .n_dims = 3, P1("act_int8", 1),
-     .tunables = {{"int8_dot", 0}, {"batches_per_pass", 2}}, .n_tunables = 2},
+     .tunables = {{"int8_dot", 0}, {"batches_per_pass", 2}, {"panel", 0}}, .n_tunables = 3},
     {.name = "f32/b16", .dims = {16, 19, 100}, .n_dims = 3},
     {.name = "f32/b5_rps8", .dims = {5, 41, 211}, .n_dims = 3,
      .tunables = {{"rows_per_step", 8}, {"batches_per_pass", 8}}, .n_tunables = 2},
@@ -424,7 +448,45 @@ static const fe_case cases[] = {
     {.name = "bf16/b12_swiglu", .dims = {12, 23, 168}, .n_dims = 3, .lo = -1, .hi = 1,
      P2("epilogue", GEMV_EPI_SWIGLU, "prologue", GEMV_PRO_RMSNORM)},
     {.name = "q4_1/int8_b4_bpp1", .dims = {4, 35, 160}, .n_dims = 3, P1("act_int8", 1),
-     .tunables = {{"batches_per_pass", 1}}, .n_tunables = 1},
+     .tunables = {{"batches_per_pass", 1}, {"panel", 0}}, .n_tunables = 2},
+    /* the panel design (panel = 1: resolve's for act_int8 q4_1, so the q4_1 int8 cases above
+     * without a pinned panel run it too; pinned for q8_0 and q4_0): N off 16 (a padded last group) and at 16,
+     * K = 32, 64, 576, 1536, B = 1 to 12 (passes of 8, 4, 2, 1 and a second chunk at 17),
+     * grouped W, the prologue and every epilogue, emulated dots beside VNNI; the catalog
+     * runs each from the layout and without it, and at bounded rows and batches */
+    {.name = "q4_1/panel_k32", .dims = {1, 45, 32}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_1/panel_k64", .dims = {12, 16, 64}, .n_dims = 3, P1("act_int8", 1)},
+    {.name = "q4_1/panel_k576", .dims = {7, 50, 576}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL)},
+    {.name = "q4_1/panel_k1536", .dims = {5, 19, 1536}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "q4_1/panel_b17_geglu", .dims = {17, 33, 96}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_GEGLU)},
+    {.name = "q4_1/panel_silu", .dims = {3, 40, 128}, .n_dims = 3, .lo = -1, .hi = 1,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_SILU)},
+    {.name = "q4_1/panel_repeat", .dims = {10, 23, 160}, .n_dims = 3,
+     P3("act_int8", 1, "repeat", 5, "epilogue", GEMV_EPI_RESIDUAL)},
+    {.name = "q4_1/panel_madd", .dims = {9, 37, 576}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
+     .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    {.name = "q8_0/panel_k32", .dims = {2, 21, 32}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q8_0/panel_k576", .dims = {8, 50, 576}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q8_0/panel_repeat", .dims = {6, 35, 224}, .n_dims = 3,
+     P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_RESIDUAL),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q8_0/panel_madd", .dims = {11, 37, 1536}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
+    {.name = "q4_0/panel_k64", .dims = {4, 29, 64}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q4_0/panel_k1536", .dims = {12, 19, 1536}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_GEGLU),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q4_0/panel_madd", .dims = {6, 48, 576}, .n_dims = 3,
+     P3("act_int8", 1, "repeat", 3, "epilogue", GEMV_EPI_RESIDUAL),
+     .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},
@@ -436,6 +498,10 @@ static const fe_case cases[] = {
     {.name = "q4_0/2048x8192", BIG(2048, 8192)},
     {.name = "q8_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q4_1/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q4_1/2048x8192i8_rows", BIG(2048, 8192), P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
+    {.name = "q8_0/2048x8192i8_rows", BIG(2048, 8192), P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q4_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q4_k/2048x8192", BIG(2048, 8192)},
     {.name = "q6_k/2048x8192", BIG(2048, 8192)},

@@ -27,7 +27,11 @@
  * once per P batches rather than once per batch. Each batch's dot keeps the exact operation
  * order of the batch-after-batch kernel at the row count the step has (its accumulation
  * class), so every batch's y is bit-identical whatever P and whatever the other batches.
- * See driver.inc. */
+ * See driver.inc.
+ *
+ * The tunable panel = 1 (act_int8 q8_0, q4_0, q4_1; resolve's default for q4_1) is another
+ * design, with an order of its own: 16 outputs in the vector lanes, W read as 16-row panels
+ * from a layout made once per weight (panel.h, panel_driver.inc). */
 #ifndef FE_OPS_GEMV_H
 #define FE_OPS_GEMV_H
 
@@ -41,7 +45,7 @@ enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL, GEMV_EP
 /* the epilogues that read up (the paired matrix) */
 static inline bool fe_gemv_epi_gated(int epi) { return epi == GEMV_EPI_SWIGLU || epi == GEMV_EPI_GEGLU; }
 enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
-enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF, GEMV_BPP, GEMV_PANELS }; /* tunables */
+enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF, GEMV_BPP, GEMV_PANEL }; /* tunables */
 enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
 enum { GEMV_V_ROWS, GEMV_V_BATCHES };                                   /* per-call values */
 
@@ -66,7 +70,8 @@ typedef struct gemv_shape {
     int rps;
     int bpp;                /* batches_per_pass: 1 for batch after batch (gemv.h's opening) */
     int64_t pf;             /* software prefetch distance in bytes, 0 for none */
-    bool panels;            /* w_panels: bf16 W as k-pair panels of 32 rows (avx512_panels.inc) */
+    bool panel;             /* the panel designs: bf16 k-pair panels (panels.inc), act_int8
+                             * outputs in lanes (panel.h) */
 } gemv_shape;
 
 void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s);
@@ -131,7 +136,7 @@ static inline float fe_gemv_epilogue(int epi, float a, float u, float r) {
 /* the reference (plain double over fe_dequant_row rows; act_int8 by fe_gemv_dot_int8) */
 void fe_gemv_reference(const fe_args *a, const fe_design *d);
 
-/* The panel design (w_panels = 1, bf16 W; panels.inc): W as k-pair panels of GEMV_PANEL_ROWS
+/* The panel design (panel = 1, bf16 W; panels.inc): W as k-pair panels of GEMV_PANEL_ROWS
  * rows (FE_LAYOUT_BF16_PAIRS32). Its workspace per worker (x per batch of a chunk, one packed
  * panel, the sums of a panel for W and up); and the layout's words made in plain C (the
  * AVX2 kernel's maker; the same words as the AVX-512 fe_gemm_dot_layout): panels [p0, p1)

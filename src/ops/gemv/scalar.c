@@ -64,4 +64,5 @@ static void gemv_dot_batches(const gemv_shape *s, const unsigned char *w,
                                        : dot_f32(row, x[b].xf, s->K);
 }
 
+#include "ops/gemv/panel_scalar.inc"
 #include "ops/gemv/driver.inc"

@@ -36,7 +36,7 @@ void fe_gemv_shape(const fe_args *a, const fe_design *d, gemv_shape *s) {
     s->rps = (int)d->tunables[GEMV_RPS];
     s->bpp = (int)d->tunables[GEMV_BPP];
     s->pf = d->tunables[GEMV_PF];
-    s->panels = d->tunables[GEMV_PANELS] != 0;
+    s->panel = d->tunables[GEMV_PANEL] != 0;
 }
 
 /* xf is needed for the prologue, and for bf16 on the SIMD ISAs (the evens/odds layout) */

@@ -1,0 +1,83 @@
+/* ops/gemv/panel.c: the panel design's W format (panel.h): packing one group of 16 rows
+ * into panels, the layout made once per weight (fe_op.layout / layout_make for w and up),
+ * and the worker's workspace. Plain C: packing is a byte shuffle, done once per model (or
+ * per call and group without a layout). */
+#include <stddef.h>
+#include <string.h>
+
+#include "core/quant.h"
+#include "ops/gemv/panel.h"
+
+/* "PANEL" and the dtype: layouts of one weight with equal formats are the same bytes */
+#define PANEL_FORMAT 0x50414e454c00ull
+
+void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
+                        int64_t g, unsigned char *dst) {
+    const int64_t nb = K / 32;
+    const size_t bb = fe_gemv_panel_block_bytes(dt), qb = fe_gemv_panel_qbytes(dt);
+    const size_t blk = dt == FE_DTYPE_Q8_0   ? sizeof(fe_block_q8_0)
+                       : dt == FE_DTYPE_Q4_0 ? sizeof(fe_block_q4_0)
+                                             : sizeof(fe_block_q4_1);
+    /* where each block keeps its quants and scales */
+    const size_t qoff = dt == FE_DTYPE_Q8_0   ? offsetof(fe_block_q8_0, qs)
+                        : dt == FE_DTYPE_Q4_0 ? offsetof(fe_block_q4_0, qs)
+                                              : offsetof(fe_block_q4_1, qs);
+    const size_t doff = dt == FE_DTYPE_Q8_0   ? offsetof(fe_block_q8_0, d)
+                        : dt == FE_DTYPE_Q4_0 ? offsetof(fe_block_q4_0, d)
+                                              : offsetof(fe_block_q4_1, d);
+    const int nv = (int)(qb / 64);
+    for (int64_t j = 0; j < nb; j++) {
+        unsigned char *o = dst + (size_t)j * bb;
+        memset(o, 0, bb);
+        for (int L = 0; L < PANEL_ROWS; L++) {
+            const int64_t r = g * PANEL_ROWS + L;
+            if (r >= N) break;
+            const unsigned char *b = w + (size_t)r * rs + (size_t)j * blk;
+            for (int v = 0; v < nv; v++) memcpy(o + 64 * v + 4 * L, b + qoff + 4 * v, 4);
+            memcpy(o + qb + 2 * L, b + doff, 2);
+            if (dt == FE_DTYPE_Q4_1) memcpy(o + qb + 32 + 2 * L, b + offsetof(fe_block_q4_1, m), 2);
+        }
+    }
+}
+
+/* the panel design reads w and up (the paired matrix) from layouts: every matrix's panels,
+ * all N rows (the per-call rows bound only skips groups) */
+size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
+                            uint64_t *format) {
+    const fe_dtype dt = d->dtypes[GEMV_W];
+    if ((operand != GEMV_W && operand != GEMV_UP) || !d->present[operand] ||
+        d->tunables[GEMV_PANEL] == 0 || d->params[GEMV_INT8] == 0 || !fe_gemv_panel_serves(dt))
+        return 0;
+    if (format) *format = PANEL_FORMAT | (uint64_t)dt;
+    const int64_t mats = a->t[operand].rank == 3 ? a->ext[GEMV_G] : 1;
+    return (size_t)mats * fe_gemv_panel_matrix_bytes(dt, a->ext[GEMV_N], a->ext[GEMV_K]);
+}
+
+void fe_gemv_panel_layout_make(const fe_args *a, const fe_design *d, int operand, void *dst,
+                               int ith, int nth) {
+    const fe_dtype dt = d->dtypes[GEMV_W];
+    const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
+    const int64_t mats = a->t[operand].rank == 3 ? a->ext[GEMV_G] : 1;
+    const int64_t groups = (N + PANEL_ROWS - 1) / PANEL_ROWS;
+    const size_t rs = fe_dtype_bytes(dt, K), ms = fe_dtype_bytes(dt, N * K);
+    const size_t gb = fe_gemv_panel_group_bytes(dt, K);
+    int64_t u0, u1; /* (matrix, group) units */
+    fe_split(mats * groups, ith, nth, 1, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t m = u / groups, g = u % groups;
+        fe_gemv_panel_pack(dt, (const unsigned char *)a->t[operand].data + (size_t)m * ms, rs,
+                           N, K, g, (unsigned char *)dst + (size_t)u * gb);
+    }
+}
+
+size_t fe_gemv_panel_slot_bytes(const gemv_shape *s) {
+    size_t K = (size_t)s->K, n = K + (K / 32) * 12;
+    if (s->pro != GEMV_PRO_NONE) n += K * 4;
+    return (n + 63) / 64 * 64;
+}
+
+int64_t fe_gemv_panel_chunk(const gemv_shape *s) { return s->B < GEMV_CHUNK ? s->B : GEMV_CHUNK; }
+
+size_t fe_gemv_panel_worker_bytes(const gemv_shape *s) {
+    return (size_t)fe_gemv_panel_chunk(s) * fe_gemv_panel_slot_bytes(s) + 2 * fe_gemv_panel_group_bytes(s->dt, s->K);
+}

@@ -1,0 +1,79 @@
+/* ops/gemv/panel.h: GEMV's "outputs in lanes" design for act_int8 (tunable panel = 1): what
+ * the declaration (gemv.c), the panel format (panel.c) and the per-ISA panel kernels
+ * (panel_driver.inc with panel_scalar.inc, panel_avx2.inc, panel_avx512.inc) share.
+ *
+ * The design: 16 W rows (outputs) in the 16 vector lanes. W (q8_0, q4_0 or q4_1) is read as
+ * panels: per group of 16 rows and per 32-block j, the rows' quants transposed so that 32-bit
+ * lane L of vector v holds row 16 g + L's quant bytes 4v..4v+3 (q4: 4 vectors of 64 bytes,
+ * the 16 nibble bytes of each row; q8_0: 8 vectors, its 32 int8), then the 16 rows' d (f16),
+ * then the 16 m (f16; q4_1, else zeros). A group's blocks lie one after the other, groups one after the
+ * other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
+ * lanes are computed and never stored. The panels are either a layout made once per weight
+ * (fe_op.layout: a graph's weights, or a caller's constant operand) or, without one, packed
+ * per call group by group into the worker's workspace from the stored rows: the same bytes
+ * go through the same code, so y is the same bytes either way.
+ *
+ * Each output's dot is defined, for every ISA, as: acc = 0; for each block j in order,
+ *   s = the exact int32 sum over the block (q4_1: sum q xq; q4_0: sum q xq - 8 sx;
+ *       q8_0: sum w xq), sx = sum xq over the block,
+ *   acc = fma((float)s, d * dx_j, acc)            (d * dx_j rounded to f32 first)
+ *   q4_1 only: acc = fma(m, xt_j, acc)            (xt_j = dx_j * (float)sx, in f32)
+ * then the epilogue in f32 (fe_gemv_epilogue). Nothing crosses lanes, batches or workers, so
+ * a given x row's y is the same bytes whatever B, the rows and batches bounds, the worker
+ * count and the ISA (scalar, AVX2, AVX-512 with VNNI or without). It is a summation order of
+ * its own: not the bytes of the panel = 0 design. */
+#ifndef FE_OPS_GEMV_PANEL_H
+#define FE_OPS_GEMV_PANEL_H
+
+#include "ops/gemv/gemv.h"
+
+/* PANEL_PF: how many blocks ahead the kernels prefetch a group's panel (one memory stream a
+ * worker: it reads its groups front to back, and the prefetch runs on into the next group) */
+#ifndef PANEL_PF
+#define PANEL_PF 12
+#endif
+enum { PANEL_ROWS = 16 };
+
+/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1) */
+static inline bool fe_gemv_panel_serves(fe_dtype dt) {
+    return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1;
+}
+/* bytes of one (group, block) of panel: the quant vectors, then d, then m (q4_1; zeros for
+ * q4_0 and q8_0), whole cache lines (320 or 576), so no vector load straddles two lines */
+static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) { return dt == FE_DTYPE_Q8_0 ? 512 : 256; }
+static inline size_t fe_gemv_panel_block_bytes(fe_dtype dt) { return fe_gemv_panel_qbytes(dt) + 64; }
+/* bytes of one group's panel (K / 32 blocks), of one matrix's panels (N rows) */
+static inline size_t fe_gemv_panel_group_bytes(fe_dtype dt, int64_t K) {
+    return (size_t)(K / 32) * fe_gemv_panel_block_bytes(dt);
+}
+static inline size_t fe_gemv_panel_matrix_bytes(fe_dtype dt, int64_t N, int64_t K) {
+    return (size_t)((N + PANEL_ROWS - 1) / PANEL_ROWS) * fe_gemv_panel_group_bytes(dt, K);
+}
+
+/* Writes group g's panel of the (N, K) matrix w (rows rs bytes apart) into dst. */
+void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
+                        int64_t g, unsigned char *dst);
+
+/* The declaration's fe_op.layout / layout_make for the panel design (operands w and up). */
+size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
+                            uint64_t *format);
+void fe_gemv_panel_layout_make(const fe_args *a, const fe_design *d, int operand, void *dst,
+                               int ith, int nth);
+
+/* One batch's x as the panel kernels read it: q8 (natural order, K bytes), and per block dx,
+ * sx (sum of its q8) and xt = dx * (float)sx. */
+typedef struct panel_x {
+    const int8_t *q8;
+    const float *dx, *xt;
+    const int32_t *sx;
+} panel_x;
+
+/* batches prepared at once: GEMV_CHUNK, or B when fewer (whatever repeat: a chunk may span
+ * matrices) */
+int64_t fe_gemv_panel_chunk(const gemv_shape *s);
+/* the worker's workspace: a chunk of batch slots (prologue's f32 x, q8, dx, xt,
+ * sx), then two group panels (w and up) for packing without a layout */
+size_t fe_gemv_panel_slot_bytes(const gemv_shape *s);
+size_t fe_gemv_panel_worker_bytes(const gemv_shape *s);
+
+#endif
