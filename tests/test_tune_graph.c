@@ -319,7 +319,7 @@ static void a_graph_table_prices_each_distinct_design_once_at_its_points(void **
                                 t->designs[0].when[i].value == 8);
     assert_true(has_rows);
     fe_cost_figure measured;
-    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, t, &measured, &err), FE_OK);
+    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, t, &measured, NULL, &err), FE_OK);
     assert_true(t->calls[0].has_measured && measured.median_ns > 0);
     /* a second run takes every design whose figures are all reliable from the last table:
      * made reliable here, so the check does not hang on the machine's load */

@@ -98,16 +98,19 @@ static int fail(const fe_cli_io *io, const char *msg) {
 
 static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
                         const fe_tune_graph_request *req, const fe_cost_figure *measured,
-                        bool chosen, int workers) {
+                        const bool *cached, bool chosen, int workers) {
     for (int c = 0; c < req->n_calls; c++) {
         double pred = chosen ? fe_narrowing_predicted_ns(n, c) : fe_narrowing_default_ns(n, c);
         fprintf(f, "  %-14s %-9s modelled %10.3f ms", req->calls[c].name, what, pred / 1e6);
         if (measured) {
             double m = measured[c].median_ns;
-            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f"
-                    "   CPUs had %.2f of %d", m / 1e6, measured[c].p10_ns / 1e6,
-                    measured[c].p90_ns / 1e6, measured[c].reliable ? "" : " unreliable",
-                    m > 0 ? pred / m : 0, measured[c].cpus, workers);
+            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f",
+                    m / 1e6, measured[c].p10_ns / 1e6, measured[c].p90_ns / 1e6,
+                    measured[c].reliable ? "" : " unreliable", m > 0 ? pred / m : 0);
+            if (cached[c])
+                fprintf(f, "   (cached: the same call measured by an earlier run)");
+            else
+                fprintf(f, "   CPUs had %.2f of %d", measured[c].cpus, workers);
         }
         fputc('\n', f);
     }
@@ -257,13 +260,14 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     for (int g = 0; g < fe_narrowing_groups(n); g++)
         changed = changed || strcmp(fe_narrowing_choice(n, g), "default") != 0;
     fe_cost_figure measured[2], measured_tuned[2];
+    bool cached[2] = {false, false}, cached_tuned[2] = {false, false};
     fe_tune_options mo = o;
     mo.warmup = 1;
     mo.min_samples = 3;
     mo.attempts = 1; /* a whole call is long: one figure, said unreliable when it is */
     mo.budget_ms = a->budget;
     if (!a->skip_measure) {
-        if (fe_tune_measure_calls(dev, &req, &mo, table, measured, &err) != FE_OK) {
+        if (fe_tune_measure_calls(dev, &req, &mo, table, measured, cached, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
@@ -272,7 +276,8 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             "CPUs had: the process's CPU time over the wall time, less than the workers when "
             "it was descheduled):\n", LADDER);
     int workers = fe_device_get_info(dev)->n_workers;
-    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, false, workers);
+    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, cached, false,
+                workers);
     if (changed) {
         if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
             fe_narrowing_to_profile(n, chosen, &err) != FE_OK) {
@@ -284,11 +289,12 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         fe_tune_graph_request treq = req;
         treq.graph = fe_lm_session_graph(tuned);
         if (!a->skip_measure &&
-            fe_tune_measure_calls(dev, &treq, &mo, NULL, measured_tuned, &err) != FE_OK) {
+            fe_tune_measure_calls(dev, &treq, &mo, NULL, measured_tuned, cached_tuned, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
-        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, true, workers);
+        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, cached_tuned,
+                    true, workers);
         if (folds_changed)
             fprintf(f, "  (tuned: with the priced folds; its modelled time above counts every "
                     "fold: the folds table gives what the refused ones change)\n");
@@ -328,8 +334,9 @@ int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
         {"packaging", 0, ARG_CHOICE, NULL, "fused: one dispatch per call; each_step: one per "
          "step (the table is kept per packaging)", "fused", .choices = packagings,
          .s = &a.packaging},
-        {"remeasure", 0, ARG_FLAG, NULL, "measure every design again, ignoring (and "
-         "replacing) the cost cache and the last table", NULL, .flag = &a.remeasure},
+        {"remeasure", 0, ARG_FLAG, NULL, "measure every design and call again, ignoring (and "
+         "replacing) the cost cache and the last table (without it a warm run reuses every "
+         "cached figure, an unreliable one too, and says so)", NULL, .flag = &a.remeasure},
         {"context", 0, ARG_INT, "N", "positions the calls are priced over: the decode step at "
          "four points across [0, N), the prefill chunk at four starts up to N - chunk; also "
          "the session's cache rows", "1024", .lo = 2, .hi = 1 << 20, .i = &a.context},

@@ -128,8 +128,8 @@ typedef struct fe_tune_row {
     fe_tune_verdict verdict;
     char reason[512];   /* why it is gated out, refused or the same ("" for candidates) */
     uint64_t design;
-    bool cached;        /* every figure came from the cache (only reliable figures are
-                         * reused; an unreliable one is measured again) */
+    bool cached;        /* every figure came from the cache (an unreliable one too, unless
+                         * remeasure: its reason then says "cached (unreliable: ...)") */
     bool best;          /* the fastest reliable candidate, when no unreliable figure is
                          * faster (else no row is best); the default unless the fastest
                          * beats it by more than half of both p10..p90 ranges */
@@ -200,18 +200,22 @@ typedef struct fe_tune_graph_request {
  * point, made into a shape (operands, params, held tunables, values); each distinct design at
  * its points is searched once as fe_tune_op searches one (costs through the cost cache),
  * then the dispatch and barrier probes. A design of `previous` (may be NULL; a table of an
- * earlier run) with the same key and only reliable candidates is reused as it is (no gate
- * runs again; --remeasure ignores it). Progress on opts->progress (a bar on a terminal).
+ * earlier run) with the same key is reused as it is, its unreliable figures too (their
+ * reason then says "cached (unreliable: spread X%)"), with previous's dispatch and barrier
+ * figures (no gate or probe runs again; opts->remeasure ignores previous). Progress on opts->progress (a bar on a terminal).
  * Caller fe_cost_table_destroy()s. */
 FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
                                const fe_tune_options *opts, const fe_cost_table *previous,
                                fe_cost_table **out, fe_error *err);
 /* Measures each call of the request as the graph now runs (fe_graph_call at every point,
  * the mean of their medians) into measured[0..n_calls) and records it in t (may be NULL) as
- * the call's measured time. */
+ * the call's measured time. A call's figure is kept in the cost cache under the call's
+ * signature (each step's design, operands and values at every point): a later run of the
+ * same graph at the same points takes it from there (cached[c] true; cached may be NULL)
+ * unless opts->remeasure. */
 FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                        const fe_tune_options *opts, fe_cost_table *t,
-                                       fe_cost_figure *measured, fe_error *err);
+                                       fe_cost_figure *measured, bool *cached, fe_error *err);
 
 /* The table as JSON (its fields: src/tune/cost_table.c), written whole to a temporary and
  * renamed. FE_E_IO names the path. */
