@@ -7,7 +7,8 @@
  * by joint narrowing (with the ablations beside it), then measures both calls as they run,
  * with the defaults and, when narrowing or the folds changed something, with that choice: the
  * modelled time is printed beside the measured one. --write-profile keeps the settings as
- * this device's profile, which generate and chat load (the fold choice is not kept yet). */
+ * this device's profile, which generate and chat load, with the fold decisions (one per
+ * fold site key): the tuned graph measured is the one generate compiles from that profile. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,11 +97,20 @@ static int fail(const fe_cli_io *io, const char *msg) {
     return FE_EXIT_FAILURE;
 }
 
+/* The modelled time of call c: the defaults with every fold, or (chosen) narrowing's
+ * settings with the priced folds (the folds' saving and the settings' taken as adding up). */
+static double modelled_ns(const fe_narrowing *n, const fe_fold_pricing *fp, int c, bool chosen) {
+    if (!chosen) return fe_narrowing_default_ns(n, c);
+    return fe_fold_pricing_call_ns(fp, c, FE_FOLD_PRICED) + fe_narrowing_predicted_ns(n, c) -
+           fe_narrowing_default_ns(n, c);
+}
+
 static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
-                        const fe_tune_graph_request *req, const fe_cost_figure *measured,
-                        const bool *cached, bool chosen, int workers) {
+                        const fe_fold_pricing *fp, const fe_tune_graph_request *req,
+                        const fe_cost_figure *measured, const bool *cached, bool chosen,
+                        int workers) {
     for (int c = 0; c < req->n_calls; c++) {
-        double pred = chosen ? fe_narrowing_predicted_ns(n, c) : fe_narrowing_default_ns(n, c);
+        double pred = modelled_ns(n, fp, c, chosen);
         fprintf(f, "  %-14s %-9s modelled %10.3f ms", req->calls[c].name, what, pred / 1e6);
         if (measured) {
             double m = measured[c].median_ns;
@@ -117,17 +127,19 @@ static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
 }
 
 /* The choice as entries of the profile at path (NULL: this device's), others kept. */
-static int write_profile(fe_device *dev, const fe_narrowing *n, const char *path,
-                         const fe_cli_io *io) {
+static int write_profile(fe_device *dev, const fe_narrowing *n, const fe_fold_pricing *fp,
+                         const char *path, const fe_cli_io *io) {
     char def[1100];
     fe_error err;
     if (!path && fe_tune_profile_path(dev, NULL, def, sizeof def, &err) != FE_OK)
         return fail(io, err.message);
     if (!path) path = def;
-    if (fe_tune_write_narrowing(n, path, &err) != FE_OK) return fail(io, err.message);
-    fprintf(io->err, "ferrum tune: wrote %d entries to %s (%d of %d groups had no reliable "
-            "figure to decide on: none written)\n", fe_narrowing_decided(n), path,
-            fe_narrowing_groups(n) - fe_narrowing_decided(n), fe_narrowing_groups(n));
+    if (fe_tune_write_narrowing(n, path, &err) != FE_OK || fe_tune_write_folds(fp, path, &err) != FE_OK)
+        return fail(io, err.message);
+    fprintf(io->err, "ferrum tune: wrote %d entries and the fold decisions to %s (%d of %d "
+            "groups had no reliable figure to decide on: none written)\n",
+            fe_narrowing_decided(n), path, fe_narrowing_groups(n) - fe_narrowing_decided(n),
+            fe_narrowing_groups(n));
     return FE_EXIT_OK;
 }
 
@@ -276,7 +288,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             "CPUs had: the process's CPU time over the wall time, less than the workers when "
             "it was descheduled):\n", LADDER);
     int workers = fe_device_get_info(dev)->n_workers;
-    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, cached, false,
+    print_calls(f, "defaults", n, fp, &req, a->skip_measure ? NULL : measured, cached, false,
                 workers);
     if (changed) {
         if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
@@ -284,6 +296,8 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
+        /* the priced folds (their answers become the profile's fold decisions, from which
+         * `ferrum generate` compiles the same graph) */
         code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
         if (code != FE_EXIT_OK) goto done;
         fe_tune_graph_request treq = req;
@@ -293,11 +307,11 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
-        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, cached_tuned,
+        print_calls(f, "tuned", n, fp, &req, a->skip_measure ? NULL : measured_tuned, cached_tuned,
                     true, workers);
         if (folds_changed)
-            fprintf(f, "  (tuned: with the priced folds; its modelled time above counts every "
-                    "fold: the folds table gives what the refused ones change)\n");
+            fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "
+                    "them, plus what narrowing's settings change)\n");
     } else {
         fprintf(f, "  (narrowing kept every default and every fold: the tuned graph is the "
                 "default one)\n");
@@ -307,7 +321,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         code = fail(io, err.message);
         goto done;
     }
-    if (a->write_profile) code = write_profile(dev, n, a->profile_out, io);
+    if (a->write_profile) code = write_profile(dev, n, fp, a->profile_out, io);
 done:
     fe_narrowing_destroy(n);
     fe_narrowing_destroy(n_unfolded);

@@ -20,7 +20,7 @@
  * time around its default, and in pairs where two design tunables' domains are small. The
  * folds are priced from a table of the graph without folds and one with all of them
  * (fe_fold_price): each group of folds is kept only where it lowers the modelled time.
- * Not yet: the fold decisions are not kept in the profile. */
+ * The fold decisions are kept in the profile too (fe_fold_pricing_to_profile). */
 #ifndef FERRUM_TUNE_H
 #define FERRUM_TUNE_H
 
@@ -264,7 +264,17 @@ typedef struct fe_fold_pricing fe_fold_pricing;
 FE_API fe_status fe_fold_price(const fe_cost_table *unfolded, const fe_cost_table *folded,
                                const fe_fold_log *log, fe_fold_pricing **out, fe_error *err);
 FE_API void fe_fold_pricing_destroy(fe_fold_pricing *p); /* NULL allowed */
-/* A fe_fold_price_fn (user: the pricing): keeps a fold whose group was kept. */
+/* The answers fe_fold_pricing_keeps gave (a compile with fold = priced and this pricing
+ * must come first) as the profile's fold decisions (fe_profile_put_fold), one per site key
+ * (the sites of every layer share one): kept when at least half of its sites were. A
+ * compile with fold = all and this profile then folds as the priced compile did, where the
+ * layers agree (what `ferrum generate` does with the profile). Before any such compile,
+ * the logged sites with their groups' decisions. */
+FE_API fe_status fe_fold_pricing_to_profile(const fe_fold_pricing *p, fe_profile *prof,
+                                            fe_error *err);
+/* A fe_fold_price_fn (user: the pricing): keeps a fold whose group was kept; a site never
+ * priced (one that opens only when another fold is refused) is not kept. Each answer is
+ * recorded for fe_fold_pricing_to_profile. */
 FE_API bool fe_fold_pricing_keeps(void *pricing, const fe_fold_site *site);
 /* Groups priced, and those kept. */
 FE_API int fe_fold_pricing_groups(const fe_fold_pricing *p);
@@ -318,6 +328,8 @@ FE_API fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, f
  * directory when missing), as fe_tune_write_profile writes one; a file there that is not a
  * profile is refused and left as it was. */
 FE_API fe_status fe_tune_write_narrowing(const fe_narrowing *n, const char *path, fe_error *err);
+/* The fold decisions (fe_fold_pricing_to_profile) into the profile at path, the same way. */
+FE_API fe_status fe_tune_write_folds(const fe_fold_pricing *fp, const char *path, fe_error *err);
 /* The groups with their choices and totals, and per call the modelled default and chosen
  * times, as text. */
 FE_API void fe_narrowing_print(const fe_narrowing *n, FILE *f);
