@@ -78,6 +78,8 @@ typedef struct fold_group {
 
 typedef struct asked_rec {
     char key[FE_FOLD_KEY_LEN];
+    char step[LABEL];
+    int version;
     bool kept;
 } asked_rec;
 
@@ -277,6 +279,10 @@ fe_status fe_fold_price(const fe_cost_table *unfolded, const fe_cost_table *fold
 
 static bool answer(fe_fold_pricing *p, const fe_fold_site *site, bool kept) {
     if (!site->key) return kept;
+    for (int i = 0; i < p->n_asked; i++) /* a refused site is asked again each pass */
+        if (p->asked[i].version == site->version && strcmp(p->asked[i].step, site->step) == 0 &&
+            strcmp(p->asked[i].key, site->key) == 0)
+            return kept;
     if (p->n_asked == p->cap_asked) {
         int cap = p->cap_asked ? 2 * p->cap_asked : 64;
         asked_rec *a = fe_realloc(p->asked, (size_t)cap * sizeof *a);
@@ -288,6 +294,8 @@ static bool answer(fe_fold_pricing *p, const fe_fold_site *site, bool kept) {
     }
     asked_rec *r = &p->asked[p->n_asked++];
     snprintf(r->key, sizeof r->key, "%s", site->key);
+    snprintf(r->step, sizeof r->step, "%s", site->step);
+    r->version = site->version;
     r->kept = kept;
     return kept;
 }
