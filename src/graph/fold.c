@@ -15,8 +15,8 @@
  * producer's slot is free (no activation or residual yet). `priced` asks the caller's
  * function per fold (the tuner keeps one only where its modelled time drops); `all` takes
  * every admissible fold, except one the compile's profile turns off (its fold decisions,
- * keyed by the site's kind, ops and shapes: what `ferrum tune` wrote). The rewritten trace is what compile resolves, plans and lowers; the
- * reference runs the same rewritten steps. */
+ * keyed by the site's kind, ops and shapes: what `ferrum tune` wrote). The rewritten trace
+ * is what compile resolves, plans and lowers; the reference runs the same rewritten steps. */
 #include <string.h>
 
 #include "core/alloc.h"
@@ -316,7 +316,7 @@ static const fe_tstep *step_labelled(const fe_tstep *steps, int n, const char *l
 
 /* The site's key, from the steps before the fold: its kind, the op of the step that goes,
  * the ops it goes into, and the operands (dtype and shape) of the first of them, e.g.
- * "epilogue SiLU into GEMV: x f32 1x576, w bf16 1536x576, y f32 1x1536". Every layer of a
+ * "epilogue SiLU into GEMV: w bf16 1536x576, x f32 1x576, y f32 1x1536". Every layer of a
  * model shares it; the decode step's and the prefill chunk's differ (their shapes). */
 static void site_key(const fe_trace *t, const fe_tstep *before, const fe_fold_site *site,
                      char *key, size_t n) {
@@ -328,11 +328,11 @@ static void site_key(const fe_trace *t, const fe_tstep *before, const fe_fold_si
         w += (size_t)snprintf(key + w, n - w, "%s%s", i ? "," : " ", in ? in->op->name : "?");
     }
     const fe_tstep *in = site->n_into ? step_labelled(before, t->n_steps, site->into[0]) : NULL;
-    for (int i = 0; in && i < in->op->n_operands && w < n; i++) {
+    for (int i = 0, shown = 0; in && i < in->op->n_operands && w < n; i++) {
         if (!in->operand[i]) continue;
         const fe_view *v = fe_trace_view((fe_trace *)t, (fe_h){in->operand[i]});
-        w += (size_t)snprintf(key + w, n - w, "%s %s %s ", i ? "," : ":", in->op->operands[i].name,
-                              fe_dtype_info(v->dtype)->name);
+        w += (size_t)snprintf(key + w, n - w, "%s %s %s ", shown++ ? "," : ":",
+                              in->op->operands[i].name, fe_dtype_info(v->dtype)->name);
         for (int d = 0; d < v->rank && w < n; d++)
             w += (size_t)snprintf(key + w, n - w, "%s%lld", d ? "x" : "", (long long)v->shape[d]);
     }
