@@ -1,7 +1,7 @@
 /* fuzz/fuzz_profile.c: libFuzzer target for profile JSON. A profile that parses must also
  * apply (making a kernel with it never fails on a name the profile holds), and survive
- * fe_profile_save and fe_profile_load with its entries (what `ferrum tune --write-profile`
- * does to a file it adds to). */
+ * fe_profile_save and fe_profile_load with its entries and fold decisions (what `ferrum tune
+ * --write-profile` does to a file it adds to). */
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fe_profile *back = NULL;
     if (fe_profile_save(p, path, &err) == FE_OK) {
         if (fe_profile_load(path, &back, &err) != FE_OK ||
-            fe_profile_count(back) != fe_profile_count(p))
+            fe_profile_count(back) != fe_profile_count(p) ||
+            fe_profile_folds(back) != fe_profile_folds(p))
             __builtin_trap();
         unlink(path);
     }

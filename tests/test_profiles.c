@@ -444,7 +444,7 @@ static void generate_names_its_profile_ignores_it_on_no_tuning_and_refuses_a_bad
     write_text(def, "{\"entries\": [{\"op\": \"RMSNorm\", \"tunables\": {\"rows_per_item\": 4}}]}");
     if (generate(&a) != 0) fail_msg("%s", errs);
     char want[1300];
-    snprintf(want, sizeof want, "ferrum: tuning: %s (1 entry)", def);
+    snprintf(want, sizeof want, "ferrum: tuning: %s (1 entry, 0 fold decisions)", def);
     assert_non_null(strstr(errs, want));
     assert_string_equal(out, greedy);
     /* malformed: an error naming the file and the fixes, no run */
@@ -463,7 +463,14 @@ static void generate_names_its_profile_ignores_it_on_no_tuning_and_refuses_a_bad
     write_text(path, "{\"entries\": []}");
     a.tuning.file = path;
     if (generate(&a) != 0) fail_msg("%s", errs);
-    snprintf(want, sizeof want, "ferrum: tuning: %s (0 entries)", path);
+    snprintf(want, sizeof want, "ferrum: tuning: %s (0 entries, 0 fold decisions)", path);
+    assert_non_null(strstr(errs, want));
+    assert_string_equal(out, greedy);
+    /* fold decisions are counted (a key no fold of this model has changes nothing) */
+    write_text(path, "{\"entries\": [], \"folds\": [{\"site\": \"drain Copy into X\", "
+                     "\"keep\": false}]}");
+    if (generate(&a) != 0) fail_msg("%s", errs);
+    snprintf(want, sizeof want, "ferrum: tuning: %s (0 entries, 1 fold decision)", path);
     assert_non_null(strstr(errs, want));
     assert_string_equal(out, greedy);
     unlink(def);

@@ -319,21 +319,46 @@ static void a_graph_table_prices_each_distinct_design_once_at_its_points(void **
                                 t->designs[0].when[i].value == 8);
     assert_true(has_rows);
     fe_cost_figure measured;
-    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, t, &measured, &err), FE_OK);
+    bool cached = true;
+    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, t, &measured, &cached, &err), FE_OK);
     assert_true(t->calls[0].has_measured && measured.median_ns > 0);
-    /* a second run takes every design whose figures are all reliable from the last table:
-     * made reliable here, so the check does not hang on the machine's load */
+    assert_false(cached); /* a fresh cache */
+    /* the same graph at the same points again: the call's figure from the cost cache */
+    fe_cost_figure again_measured;
+    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, NULL, &again_measured, &cached,
+                                           &err), FE_OK);
+    assert_true(cached);
+    assert_true(again_measured.median_ns == measured.median_ns);
+    /* other points are another call */
+    fe_word other[2] = {{"n", 3}, {"n", 8}};
+    call.words = other;
+    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, NULL, &again_measured, &cached,
+                                           &err), FE_OK);
+    assert_false(cached);
+    call.words = words;
+    /* a second run takes every design from the last table, unreliable figures too (said
+     * so), with its dispatch and barrier figures */
     for (int d = 0; d < t->n_designs; d++)
-        for (int i = 0; i < t->designs[d].n_options; i++) t->designs[d].options[i].cost.reliable = true;
+        for (int i = 0; i < t->designs[d].n_options; i++) t->designs[d].options[i].cost.reliable = false;
+    t->dispatch.median_ns = 12345;
     if (fe_tune_graph(test_dev, &req, &o, t, &again, &err) != FE_OK) fail_msg("%s", err.message);
     assert_int_equal(fe_cost_table_reused(again), 2);
     assert_int_equal(again->designs[1].n_options, t->designs[1].n_options);
+    assert_true(again->dispatch.median_ns == 12345);
+    for (int i = 0; i < again->designs[0].n_options; i++)
+        if (again->designs[0].options[i].verdict == FE_TUNE_CANDIDATE &&
+            !strstr(again->designs[0].options[i].reason, "cached (unreliable: spread "))
+            fail_msg("option %d: \"%s\"", i, again->designs[0].options[i].reason);
     fe_cost_table_destroy(again);
     /* ... and --remeasure does not */
     o.remeasure = true;
     if (fe_tune_graph(test_dev, &req, &o, t, &again, &err) != FE_OK) fail_msg("%s", err.message);
     assert_int_equal(fe_cost_table_reused(again), 0);
+    assert_true(again->dispatch.median_ns != 12345);
     fe_cost_table_destroy(again);
+    assert_int_equal(fe_tune_measure_calls(test_dev, &req, &o, NULL, &again_measured, &cached,
+                                           &err), FE_OK);
+    assert_false(cached);
     fe_narrowing *n = NULL;
     assert_int_equal(fe_narrow(t, fe_narrow_kinds_all(), &n, &err), FE_OK);
     assert_true(fe_narrowing_predicted_ns(n, 0) > 0);
@@ -429,7 +454,20 @@ static void cli_tune_model_prints_modelled_beside_measured_and_writes_the_table(
     const char *wrote = strstr(errs, "wrote ");
     assert_non_null(wrote);
     assert_int_equal(fe_profile_count(p), atoi(wrote + strlen("wrote ")));
+    assert_true(fe_profile_folds(p) > 0); /* the fold decisions, one per site key */
     fe_profile_destroy(p);
+    /* warm: every design from the last table, each call's figure from the cost cache */
+    CLI_RUN_INTO(code, out, errs, "tune", model_dir, "--context", "32", "--chunk", "8",
+                 "--budget-ms", "1");
+    if (code != 0) fail_msg("exit %d: %s", code, errs);
+    int designs = 0, reused = 0;
+    at = strstr(out, "cost table: ");
+    assert_non_null(at);
+    assert_int_equal(sscanf(strchr(at, '(') , "(%d designs, %d from", &designs, &reused), 2);
+    assert_true(designs > 0);
+    assert_int_equal(reused, designs);
+    if (!strstr(out, "(cached: the same call measured by an earlier run)"))
+        fail_msg("no cached call in:\n%s", out);
 }
 
 static void cli_tune_model_refuses_bad_options_naming_the_fix(void **s) {

@@ -112,8 +112,9 @@ static void print_table(FILE *f, const fe_tune_result *r) {
         fprintf(f, "%c %-44s %10.2f %6.1f%% %8.2f %9.2f  %-11s %s%s%s\n", row->best ? '*' : ' ',
                 row->setting, row->cost.median_ns / 1e3, 100 * spread,
                 s > 0 ? row->bytes / s / 1e9 : 0, s > 0 ? row->flops / s / 1e9 : 0,
-                verdict_text(row), row->cached ? "cached" : "measured", *row->reason ? ": " : "",
-                row->reason);
+                verdict_text(row),
+                !strncmp(row->reason, "cached", 6) ? "" : row->cached ? "cached" : "measured",
+                *row->reason && strncmp(row->reason, "cached", 6) ? ": " : "", row->reason);
     }
     fprintf(f, "\n%s\n", any_best ? "* the best: the fastest reliable candidate, or the default when "
                                     "none beats it by more than their spreads"

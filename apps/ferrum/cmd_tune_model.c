@@ -7,7 +7,8 @@
  * by joint narrowing (with the ablations beside it), then measures both calls as they run,
  * with the defaults and, when narrowing or the folds changed something, with that choice: the
  * modelled time is printed beside the measured one. --write-profile keeps the settings as
- * this device's profile, which generate and chat load (the fold choice is not kept yet). */
+ * this device's profile, which generate and chat load, with the fold decisions (one per
+ * fold site key): the tuned graph measured is the one generate compiles from that profile. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,35 +97,49 @@ static int fail(const fe_cli_io *io, const char *msg) {
     return FE_EXIT_FAILURE;
 }
 
+/* The modelled time of call c: the defaults with every fold, or (chosen) narrowing's
+ * settings with the priced folds (the folds' saving and the settings' taken as adding up). */
+static double modelled_ns(const fe_narrowing *n, const fe_fold_pricing *fp, int c, bool chosen) {
+    if (!chosen) return fe_narrowing_default_ns(n, c);
+    return fe_fold_pricing_call_ns(fp, c, FE_FOLD_PRICED) + fe_narrowing_predicted_ns(n, c) -
+           fe_narrowing_default_ns(n, c);
+}
+
 static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
-                        const fe_tune_graph_request *req, const fe_cost_figure *measured,
-                        bool chosen, int workers) {
+                        const fe_fold_pricing *fp, const fe_tune_graph_request *req,
+                        const fe_cost_figure *measured, const bool *cached, bool chosen,
+                        int workers) {
     for (int c = 0; c < req->n_calls; c++) {
-        double pred = chosen ? fe_narrowing_predicted_ns(n, c) : fe_narrowing_default_ns(n, c);
+        double pred = modelled_ns(n, fp, c, chosen);
         fprintf(f, "  %-14s %-9s modelled %10.3f ms", req->calls[c].name, what, pred / 1e6);
         if (measured) {
             double m = measured[c].median_ns;
-            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f"
-                    "   CPUs had %.2f of %d", m / 1e6, measured[c].p10_ns / 1e6,
-                    measured[c].p90_ns / 1e6, measured[c].reliable ? "" : " unreliable",
-                    m > 0 ? pred / m : 0, measured[c].cpus, workers);
+            fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f",
+                    m / 1e6, measured[c].p10_ns / 1e6, measured[c].p90_ns / 1e6,
+                    measured[c].reliable ? "" : " unreliable", m > 0 ? pred / m : 0);
+            if (cached[c])
+                fprintf(f, "   (cached: the same call measured by an earlier run)");
+            else
+                fprintf(f, "   CPUs had %.2f of %d", measured[c].cpus, workers);
         }
         fputc('\n', f);
     }
 }
 
 /* The choice as entries of the profile at path (NULL: this device's), others kept. */
-static int write_profile(fe_device *dev, const fe_narrowing *n, const char *path,
-                         const fe_cli_io *io) {
+static int write_profile(fe_device *dev, const fe_narrowing *n, const fe_fold_pricing *fp,
+                         const char *path, const fe_cli_io *io) {
     char def[1100];
     fe_error err;
     if (!path && fe_tune_profile_path(dev, NULL, def, sizeof def, &err) != FE_OK)
         return fail(io, err.message);
     if (!path) path = def;
-    if (fe_tune_write_narrowing(n, path, &err) != FE_OK) return fail(io, err.message);
-    fprintf(io->err, "ferrum tune: wrote %d entries to %s (%d of %d groups had no reliable "
-            "figure to decide on: none written)\n", fe_narrowing_decided(n), path,
-            fe_narrowing_groups(n) - fe_narrowing_decided(n), fe_narrowing_groups(n));
+    if (fe_tune_write_narrowing(n, path, &err) != FE_OK || fe_tune_write_folds(fp, path, &err) != FE_OK)
+        return fail(io, err.message);
+    fprintf(io->err, "ferrum tune: wrote %d entries and the fold decisions to %s (%d of %d "
+            "groups had no reliable figure to decide on: none written)\n",
+            fe_narrowing_decided(n), path, fe_narrowing_groups(n) - fe_narrowing_decided(n),
+            fe_narrowing_groups(n));
     return FE_EXIT_OK;
 }
 
@@ -257,13 +272,14 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     for (int g = 0; g < fe_narrowing_groups(n); g++)
         changed = changed || strcmp(fe_narrowing_choice(n, g), "default") != 0;
     fe_cost_figure measured[2], measured_tuned[2];
+    bool cached[2] = {false, false}, cached_tuned[2] = {false, false};
     fe_tune_options mo = o;
     mo.warmup = 1;
     mo.min_samples = 3;
     mo.attempts = 1; /* a whole call is long: one figure, said unreliable when it is */
     mo.budget_ms = a->budget;
     if (!a->skip_measure) {
-        if (fe_tune_measure_calls(dev, &req, &mo, table, measured, &err) != FE_OK) {
+        if (fe_tune_measure_calls(dev, &req, &mo, table, measured, cached, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
@@ -272,26 +288,30 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             "CPUs had: the process's CPU time over the wall time, less than the workers when "
             "it was descheduled):\n", LADDER);
     int workers = fe_device_get_info(dev)->n_workers;
-    print_calls(f, "defaults", n, &req, a->skip_measure ? NULL : measured, false, workers);
+    print_calls(f, "defaults", n, fp, &req, a->skip_measure ? NULL : measured, cached, false,
+                workers);
     if (changed) {
         if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
             fe_narrowing_to_profile(n, chosen, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
+        /* the priced folds (their answers become the profile's fold decisions, from which
+         * `ferrum generate` compiles the same graph) */
         code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
         if (code != FE_EXIT_OK) goto done;
         fe_tune_graph_request treq = req;
         treq.graph = fe_lm_session_graph(tuned);
         if (!a->skip_measure &&
-            fe_tune_measure_calls(dev, &treq, &mo, NULL, measured_tuned, &err) != FE_OK) {
+            fe_tune_measure_calls(dev, &treq, &mo, NULL, measured_tuned, cached_tuned, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
-        print_calls(f, "tuned", n, &req, a->skip_measure ? NULL : measured_tuned, true, workers);
+        print_calls(f, "tuned", n, fp, &req, a->skip_measure ? NULL : measured_tuned, cached_tuned,
+                    true, workers);
         if (folds_changed)
-            fprintf(f, "  (tuned: with the priced folds; its modelled time above counts every "
-                    "fold: the folds table gives what the refused ones change)\n");
+            fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "
+                    "them, plus what narrowing's settings change)\n");
     } else {
         fprintf(f, "  (narrowing kept every default and every fold: the tuned graph is the "
                 "default one)\n");
@@ -301,7 +321,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         code = fail(io, err.message);
         goto done;
     }
-    if (a->write_profile) code = write_profile(dev, n, a->profile_out, io);
+    if (a->write_profile) code = write_profile(dev, n, fp, a->profile_out, io);
 done:
     fe_narrowing_destroy(n);
     fe_narrowing_destroy(n_unfolded);
@@ -328,8 +348,9 @@ int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
         {"packaging", 0, ARG_CHOICE, NULL, "fused: one dispatch per call; each_step: one per "
          "step (the table is kept per packaging)", "fused", .choices = packagings,
          .s = &a.packaging},
-        {"remeasure", 0, ARG_FLAG, NULL, "measure every design again, ignoring (and "
-         "replacing) the cost cache and the last table", NULL, .flag = &a.remeasure},
+        {"remeasure", 0, ARG_FLAG, NULL, "measure every design and call again, ignoring (and "
+         "replacing) the cost cache and the last table (without it a warm run reuses every "
+         "cached figure, an unreliable one too, and says so)", NULL, .flag = &a.remeasure},
         {"context", 0, ARG_INT, "N", "positions the calls are priced over: the decode step at "
          "four points across [0, N), the prefill chunk at four starts up to N - chunk; also "
          "the session's cache rows", "1024", .lo = 2, .hi = 1 << 20, .i = &a.context},

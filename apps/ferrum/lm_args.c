@@ -376,7 +376,8 @@ int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_
     }
     int code = load_profile(path, cmd, io->err, p);
     if (code != FE_EXIT_OK) return code;
-    int n = fe_profile_count(*p);
-    fprintf(io->err, "ferrum: tuning: %s (%d entr%s)\n", path, n, n == 1 ? "y" : "ies");
+    int n = fe_profile_count(*p), folds = fe_profile_folds(*p);
+    fprintf(io->err, "ferrum: tuning: %s (%d entr%s, %d fold decision%s)\n", path, n,
+            n == 1 ? "y" : "ies", folds, folds == 1 ? "" : "s");
     return FE_EXIT_OK;
 }

@@ -135,22 +135,28 @@ FE_API fe_status fe_trace_status(const fe_trace *t);
 
 typedef enum { FE_PACK_AUTO = 0, FE_PACK_FUSED, FE_PACK_EACH_STEP } fe_packaging;
 
-/* The fold pass: none (the steps as traced), all (every admissible fold), priced (each fold
- * the pass finds is kept only when fold_price says so: the tuner's modelled time drops). */
+/* The fold pass: none (the steps as traced), all (every admissible fold, less those the
+ * compile's profile turns off: fe_profile_fold), priced (each fold the pass finds is kept
+ * only when fold_price says so: the tuner's modelled time drops). */
 typedef enum { FE_FOLD_NONE = 0, FE_FOLD_ALL, FE_FOLD_PRICED } fe_fold_mode;
 /* The three folds: a step into its producer's epilogue (SiLU or GELU, a residual
  * ElementwiseAdd into a GEMM or GEMV, the gated product of two GEMVs into the gate's; chains
  * fold in turn), an RMSNorm into the prologue of the GEMVs that read it, a Copy into a state
  * into its producer's drain. */
 typedef enum { FE_FOLD_EPILOGUE = 0, FE_FOLD_PROLOGUE, FE_FOLD_DRAIN, FE_FOLD_KINDS } fe_fold_kind;
-enum { FE_FOLD_MAX_INTO = 8 };
+enum { FE_FOLD_MAX_INTO = 8, FE_FOLD_KEY_LEN = 256 };
 /* One fold the pass found, by the trace's step labels ("SiLU#13"; borrowed for the call):
  * `step` goes, taken in by the steps `into` (its producer; the GEMVs an RMSNorm's prologue
  * goes into, at most FE_FOLD_MAX_INTO), and the steps `also` go with it (the gated fold's up
- * GEMV and activation). `version` is the index the version being compiled will have. */
+ * GEMV and activation). `version` is the index the version being compiled will have. `key`
+ * names the fold apart from the trace's numbering, for profiles (ferrum/ops.h
+ * fe_profile_fold): the kind, the ops of the step and of those taking it in, and the
+ * operands (dtype, shape) of the first of these, e.g. "epilogue SiLU into GEMV: x f32
+ * 1x576, w bf16 1536x576, y f32 1x1536" (at most FE_FOLD_KEY_LEN with its NUL). */
 typedef struct fe_fold_site {
     fe_fold_kind kind;
     int version;
+    const char *key;
     const char *step;
     const char *into[FE_FOLD_MAX_INTO];
     int n_into;

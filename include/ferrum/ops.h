@@ -99,7 +99,8 @@ FE_API void fe_kernel_cost(const fe_kernel *k, const int64_t *values, int n_valu
                            double *flops, double *bytes);
 
 /* Profiles: JSON of the form
- *   {"entries": [{"op": "Softmax", "when": {"cols": 4096}, "tunables": {"WIDTH": 1}}]}
+ *   {"entries": [{"op": "Softmax", "when": {"cols": 4096}, "tunables": {"WIDTH": 1}}],
+ *    "folds": [...]}  (optional; see fe_profile_fold)
  * An entry applies when its op matches and every `when` name has that value: a param or an
  * extent (a number), or "OPERAND.dtype" (e.g. "w.dtype": "q8_0", the operand present with
  * that dtype); the entry with the most `when` names wins, the first among equals. Other keys
@@ -119,6 +120,15 @@ FE_API int fe_profile_count(const fe_profile *p);
 FE_API fe_status fe_profile_put(fe_profile *p, const char *op, const fe_setting *when, int n_when,
                                 const fe_setting *tunables, int n_tunables, const char *note,
                                 fe_error *err);
+/* Fold decisions (the tuner's; the graph's fold pass applies them under fold = all): the
+ * profile's "folds": [{"site": KEY, "keep": false}], KEY a fold site's key (ferrum/graph.h
+ * fe_fold_site.key: its kind, ops and shapes). fe_profile_fold: 1 keep, 0 do not, -1 the
+ * profile says nothing (or p is NULL). fe_profile_put_fold replaces the decision of the same
+ * site; `note` (may be NULL) is kept for a reader. fe_profile_folds: how many (0 for NULL). */
+FE_API int fe_profile_fold(const fe_profile *p, const char *site);
+FE_API int fe_profile_folds(const fe_profile *p);
+FE_API fe_status fe_profile_put_fold(fe_profile *p, const char *site, bool keep, const char *note,
+                                     fe_error *err);
 /* Writes the profile to path whole: to a temporary beside it, then renamed over it, so a
  * reader never sees half a file. The directory must exist. FE_E_IO names the path. */
 FE_API fe_status fe_profile_save(const fe_profile *p, const char *path, fe_error *err);

@@ -20,7 +20,7 @@
  * time around its default, and in pairs where two design tunables' domains are small. The
  * folds are priced from a table of the graph without folds and one with all of them
  * (fe_fold_price): each group of folds is kept only where it lowers the modelled time.
- * Not yet: the fold decisions are not kept in the profile. */
+ * The fold decisions are kept in the profile too (fe_fold_pricing_to_profile). */
 #ifndef FERRUM_TUNE_H
 #define FERRUM_TUNE_H
 
@@ -128,8 +128,8 @@ typedef struct fe_tune_row {
     fe_tune_verdict verdict;
     char reason[512];   /* why it is gated out, refused or the same ("" for candidates) */
     uint64_t design;
-    bool cached;        /* every figure came from the cache (only reliable figures are
-                         * reused; an unreliable one is measured again) */
+    bool cached;        /* every figure came from the cache (an unreliable one too, unless
+                         * remeasure: its reason then says "cached (unreliable: ...)") */
     bool best;          /* the fastest reliable candidate, when no unreliable figure is
                          * faster (else no row is best); the default unless the fastest
                          * beats it by more than half of both p10..p90 ranges */
@@ -200,18 +200,22 @@ typedef struct fe_tune_graph_request {
  * point, made into a shape (operands, params, held tunables, values); each distinct design at
  * its points is searched once as fe_tune_op searches one (costs through the cost cache),
  * then the dispatch and barrier probes. A design of `previous` (may be NULL; a table of an
- * earlier run) with the same key and only reliable candidates is reused as it is (no gate
- * runs again; --remeasure ignores it). Progress on opts->progress (a bar on a terminal).
+ * earlier run) with the same key is reused as it is, its unreliable figures too (their
+ * reason then says "cached (unreliable: spread X%)"), with previous's dispatch and barrier
+ * figures (no gate or probe runs again; opts->remeasure ignores previous). Progress on opts->progress (a bar on a terminal).
  * Caller fe_cost_table_destroy()s. */
 FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
                                const fe_tune_options *opts, const fe_cost_table *previous,
                                fe_cost_table **out, fe_error *err);
 /* Measures each call of the request as the graph now runs (fe_graph_call at every point,
  * the mean of their medians) into measured[0..n_calls) and records it in t (may be NULL) as
- * the call's measured time. */
+ * the call's measured time. A call's figure is kept in the cost cache under the call's
+ * signature (each step's design, operands and values at every point): a later run of the
+ * same graph at the same points takes it from there (cached[c] true; cached may be NULL)
+ * unless opts->remeasure. */
 FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                        const fe_tune_options *opts, fe_cost_table *t,
-                                       fe_cost_figure *measured, fe_error *err);
+                                       fe_cost_figure *measured, bool *cached, fe_error *err);
 
 /* The table as JSON (its fields: src/tune/cost_table.c), written whole to a temporary and
  * renamed. FE_E_IO names the path. */
@@ -260,7 +264,17 @@ typedef struct fe_fold_pricing fe_fold_pricing;
 FE_API fe_status fe_fold_price(const fe_cost_table *unfolded, const fe_cost_table *folded,
                                const fe_fold_log *log, fe_fold_pricing **out, fe_error *err);
 FE_API void fe_fold_pricing_destroy(fe_fold_pricing *p); /* NULL allowed */
-/* A fe_fold_price_fn (user: the pricing): keeps a fold whose group was kept. */
+/* The answers fe_fold_pricing_keeps gave (a compile with fold = priced and this pricing
+ * must come first) as the profile's fold decisions (fe_profile_put_fold), one per site key
+ * (the sites of every layer share one): kept when at least half of its sites were. A
+ * compile with fold = all and this profile then folds as the priced compile did, where the
+ * layers agree (what `ferrum generate` does with the profile). Before any such compile,
+ * the logged sites with their groups' decisions. */
+FE_API fe_status fe_fold_pricing_to_profile(const fe_fold_pricing *p, fe_profile *prof,
+                                            fe_error *err);
+/* A fe_fold_price_fn (user: the pricing): keeps a fold whose group was kept; a site never
+ * priced (one that opens only when another fold is refused) is not kept. Each answer is
+ * recorded for fe_fold_pricing_to_profile. */
 FE_API bool fe_fold_pricing_keeps(void *pricing, const fe_fold_site *site);
 /* Groups priced, and those kept. */
 FE_API int fe_fold_pricing_groups(const fe_fold_pricing *p);
@@ -314,6 +328,8 @@ FE_API fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, f
  * directory when missing), as fe_tune_write_profile writes one; a file there that is not a
  * profile is refused and left as it was. */
 FE_API fe_status fe_tune_write_narrowing(const fe_narrowing *n, const char *path, fe_error *err);
+/* The fold decisions (fe_fold_pricing_to_profile) into the profile at path, the same way. */
+FE_API fe_status fe_tune_write_folds(const fe_fold_pricing *fp, const char *path, fe_error *err);
 /* The groups with their choices and totals, and per call the modelled default and chosen
  * times, as text. */
 FE_API void fe_narrowing_print(const fe_narrowing *n, FILE *f);

@@ -14,8 +14,9 @@
  * step, no graph output, no carry) through the producer's own view, shapes agree, and the
  * producer's slot is free (no activation or residual yet). `priced` asks the caller's
  * function per fold (the tuner keeps one only where its modelled time drops); `all` takes
- * every admissible fold. The rewritten trace is what compile resolves, plans and lowers; the
- * reference runs the same rewritten steps. */
+ * every admissible fold, except one the compile's profile turns off (its fold decisions,
+ * keyed by the site's kind, ops and shapes: what `ferrum tune` wrote). The rewritten trace
+ * is what compile resolves, plans and lowers; the reference runs the same rewritten steps. */
 #include <string.h>
 
 #include "core/alloc.h"
@@ -304,6 +305,39 @@ static void relive(fe_trace *t) {
         }
 }
 
+static const char *const kind_names[FE_FOLD_KINDS] = {"epilogue", "prologue", "drain"};
+
+/* The step labelled `label` among steps[0..n) (the trace before the fold), or NULL. */
+static const fe_tstep *step_labelled(const fe_tstep *steps, int n, const char *label) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(steps[i].label, label) == 0) return &steps[i];
+    return NULL;
+}
+
+/* The site's key, from the steps before the fold: its kind, the op of the step that goes,
+ * the ops it goes into, and the operands (dtype and shape) of the first of them, e.g.
+ * "epilogue SiLU into GEMV: w bf16 1536x576, x f32 1x576, y f32 1x1536". Every layer of a
+ * model shares it; the decode step's and the prefill chunk's differ (their shapes). */
+static void site_key(const fe_trace *t, const fe_tstep *before, const fe_fold_site *site,
+                     char *key, size_t n) {
+    const fe_tstep *st = step_labelled(before, t->n_steps, site->step);
+    size_t w = (size_t)snprintf(key, n, "%s %s into", kind_names[site->kind],
+                                st ? st->op->name : "?");
+    for (int i = 0; i < site->n_into && w < n; i++) {
+        const fe_tstep *in = step_labelled(before, t->n_steps, site->into[i]);
+        w += (size_t)snprintf(key + w, n - w, "%s%s", i ? "," : " ", in ? in->op->name : "?");
+    }
+    const fe_tstep *in = site->n_into ? step_labelled(before, t->n_steps, site->into[0]) : NULL;
+    for (int i = 0, shown = 0; in && i < in->op->n_operands && w < n; i++) {
+        if (!in->operand[i]) continue;
+        const fe_view *v = fe_trace_view((fe_trace *)t, (fe_h){in->operand[i]});
+        w += (size_t)snprintf(key + w, n - w, "%s %s %s ", shown++ ? "," : ":",
+                              in->op->operands[i].name, fe_dtype_info(v->dtype)->name);
+        for (int d = 0; d < v->rank && w < n; d++)
+            w += (size_t)snprintf(key + w, n - w, "%s%lld", d ? "x" : "", (long long)v->shape[d]);
+    }
+}
+
 fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_FOLD_KINDS]) {
     for (int k = 0; k < FE_FOLD_KINDS; k++) counts[k] = 0;
     if (o->fold == FE_FOLD_NONE || t->n_steps == 0) return FE_OK;
@@ -311,21 +345,24 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
         return fe_trace_fail(t, FE_E_INVALID, "fold = priced needs a price for each fold "
                              "(fe_compile_options.fold_price, which the tuner gives); compile "
                              "with fold = all or none");
+    /* each fold is asked of the price (priced), or of the profile's fold decisions (all,
+     * with a profile that has some): the steps are saved before it, to undo a refused one */
+    bool ask = o->fold == FE_FOLD_PRICED || fe_profile_folds(o->profile) > 0;
     bool *gone = fe_calloc((size_t)t->n_steps, sizeof *gone);
     bool *gone_saved = fe_calloc((size_t)t->n_steps, sizeof *gone_saved);
-    fe_tstep *saved = o->fold == FE_FOLD_PRICED ? fe_malloc((size_t)t->n_steps * sizeof *saved)
-                                                : fe_malloc(1);
+    fe_tstep *saved = ask ? fe_malloc((size_t)t->n_steps * sizeof *saved) : fe_malloc(1);
     if (!gone || !gone_saved || !saved) {
         fe_free(gone);
         fe_free(gone_saved);
         fe_free(saved);
         return fe_trace_fail(t, FE_E_NOMEM, "out of memory folding");
     }
+    char key[FE_FOLD_KEY_LEN];
     for (bool again = true; again;) {
         again = false;
         for (int s = 0; s < t->n_steps; s++) {
             if (gone[s]) continue;
-            if (o->fold == FE_FOLD_PRICED) {
+            if (ask) {
                 memcpy(saved, t->steps, (size_t)t->n_steps * sizeof *saved);
                 memcpy(gone_saved, gone, (size_t)t->n_steps * sizeof *gone);
             }
@@ -333,7 +370,14 @@ fe_status fe_fold_steps(fe_trace *t, const fe_compile_options *o, int counts[FE_
             bool done = fold_epilogue(t, gone, s, &site) || fold_gated(t, gone, s, &site) ||
                         fold_prologue(t, gone, s, &site) || fold_drain(t, gone, s, &site);
             if (!done) continue;
-            if (o->fold == FE_FOLD_PRICED && !o->fold_price(o->fold_user, &site)) {
+            bool keep = true;
+            if (ask) {
+                site_key(t, saved, &site, key, sizeof key);
+                site.key = key;
+                keep = o->fold == FE_FOLD_PRICED ? o->fold_price(o->fold_user, &site)
+                                                 : fe_profile_fold(o->profile, key) != 0;
+            }
+            if (!keep) {
                 memcpy(t->steps, saved, (size_t)t->n_steps * sizeof *saved); /* not taken */
                 memcpy(gone, gone_saved, (size_t)t->n_steps * sizeof *gone);
                 continue;

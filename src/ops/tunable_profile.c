@@ -1,4 +1,5 @@
-/* ops/tunable_profile.c: profiles, tunables as data (JSON). Validated whole at load against the
+/* ops/tunable_profile.c: profiles, tunables as data (JSON), and the fold decisions the graph's
+ * fold pass reads (kept as data here: a site key and keep). Validated whole at load against the
  * registry (every op, `when` name and tunable must exist), so applying one cannot fail on
  * a name; applying picks the most specific matching entry. An entry's other keys (the
  * tuner's "note") are kept and never read. fe_profile_put validates an entry the same way
@@ -16,6 +17,8 @@
 
 struct fe_profile {
     json_t *entries; /* array, validated */
+    json_t *folds;   /* array of {"site": KEY, "keep": bool}, validated; the graph's fold
+                      * pass reads them (ferrum/graph.h fe_fold_site.key), this file never */
 };
 
 /* The operand a `when` name "OPERAND.dtype" (e.g. "w.dtype") names; -1 for any other name. */
@@ -74,6 +77,18 @@ static fe_status check_entry(json_t *e, size_t idx, const char *what, fe_error *
     return FE_OK;
 }
 
+static fe_status check_fold(json_t *f, size_t idx, const char *what, fe_error *err) {
+    json_t *site = json_is_object(f) ? json_object_get(f, "site") : NULL;
+    if (!json_is_string(site) || !json_string_length(site))
+        return fe_error_set(err, FE_E_FORMAT, "%s: folds[%zu] needs \"site\": a fold's key "
+                            "(\"epilogue SiLU into GEMV ...\", as `ferrum tune` writes it)",
+                            what, idx);
+    if (!json_is_boolean(json_object_get(f, "keep")))
+        return fe_error_set(err, FE_E_FORMAT, "%s: folds[%zu] needs \"keep\": true or false",
+                            what, idx);
+    return FE_OK;
+}
+
 static fe_status from_json(json_t *root, const char *what, fe_profile **out, fe_error *err) {
     json_t *entries = json_is_object(root) ? json_object_get(root, "entries") : NULL;
     if (!json_is_array(entries))
@@ -85,9 +100,22 @@ static fe_status from_json(json_t *root, const char *what, fe_profile **out, fe_
         fe_status st = check_entry(e, i, what, err);
         if (st != FE_OK) return st;
     }
+    json_t *folds = json_object_get(root, "folds");
+    if (folds && !json_is_array(folds))
+        return fe_error_set(err, FE_E_FORMAT, "%s: \"folds\" must be an array", what);
+    json_array_foreach(folds, i, e) {
+        fe_status st = check_fold(e, i, what, err);
+        if (st != FE_OK) return st;
+    }
     fe_profile *p = fe_malloc(sizeof *p);
-    if (!p) return fe_error_set(err, FE_E_NOMEM, "%s: out of memory", what);
+    json_t *own = folds ? json_incref(folds) : json_array();
+    if (!p || !own) {
+        fe_free(p);
+        json_decref(own);
+        return fe_error_set(err, FE_E_NOMEM, "%s: out of memory", what);
+    }
     p->entries = json_incref(entries);
+    p->folds = own;
     *out = p;
     return FE_OK;
 }
@@ -115,10 +143,43 @@ fe_status fe_profile_load(const char *path, fe_profile **out, fe_error *err) {
 void fe_profile_destroy(fe_profile *p) {
     if (!p) return;
     json_decref(p->entries);
+    json_decref(p->folds);
     fe_free(p);
 }
 
 int fe_profile_count(const fe_profile *p) { return p ? (int)json_array_size(p->entries) : 0; }
+
+int fe_profile_folds(const fe_profile *p) { return p ? (int)json_array_size(p->folds) : 0; }
+
+int fe_profile_fold(const fe_profile *p, const char *site) {
+    size_t i;
+    json_t *f;
+    if (p && site)
+        json_array_foreach(p->folds, i, f)
+            if (strcmp(json_string_value(json_object_get(f, "site")), site) == 0)
+                return json_is_true(json_object_get(f, "keep")) ? 1 : 0;
+    return -1;
+}
+
+fe_status fe_profile_put_fold(fe_profile *p, const char *site, bool keep, const char *note,
+                              fe_error *err) {
+    if (!p || !site || !*site)
+        return fe_error_set(err, FE_E_INVALID, "profile: a fold needs a profile and a site key");
+    json_t *f = json_pack("{s:s, s:b}", "site", site, "keep", keep);
+    if (f && note && json_object_set_new(f, "note", json_string(note)) != 0) {
+        json_decref(f);
+        f = NULL;
+    }
+    if (!f) return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
+    size_t i, at = json_array_size(p->folds);
+    json_t *old;
+    json_array_foreach(p->folds, i, old)
+        if (strcmp(json_string_value(json_object_get(old, "site")), site) == 0) at = i;
+    if ((at < json_array_size(p->folds) ? json_array_set_new(p->folds, at, f)
+                                        : json_array_append_new(p->folds, f)) != 0)
+        return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
+    return FE_OK;
+}
 
 /* A number as JSON: an integer when it is one (so a file reads 2048, not 2048.0). */
 static json_t *number(double v) {
@@ -181,7 +242,9 @@ fe_status fe_profile_save(const fe_profile *p, const char *path, fe_error *err) 
     char tmp[1100];
     if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
         return fe_error_set(err, FE_E_INVALID, "profile: the path %s is too long", path);
-    json_t *root = json_pack("{s:O}", "entries", p->entries);
+    json_t *root = json_array_size(p->folds)
+                       ? json_pack("{s:O, s:O}", "entries", p->entries, "folds", p->folds)
+                       : json_pack("{s:O}", "entries", p->entries);
     if (!root) return fe_error_set(err, FE_E_NOMEM, "profile: out of memory");
     int bad = json_dump_file(root, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0;
     json_decref(root);

@@ -17,6 +17,7 @@ enum { LABEL = 64, SITE_LABELS = 1 + FE_FOLD_MAX_INTO + 2 };
 typedef struct site_rec {
     fe_fold_kind kind;
     int version;
+    char key[FE_FOLD_KEY_LEN]; /* the site's key (profiles' fold decisions) */
     char step[LABEL];
     char into[FE_FOLD_MAX_INTO][LABEL];
     int n_into;
@@ -58,6 +59,7 @@ bool fe_fold_log_record(void *user, const fe_fold_site *site) {
     r->kind = site->kind;
     r->version = site->version;
     snprintf(r->step, sizeof r->step, "%s", site->step);
+    snprintf(r->key, sizeof r->key, "%s", site->key ? site->key : "");
     for (int i = 0; i < site->n_into && i < FE_FOLD_MAX_INTO; i++)
         snprintf(r->into[r->n_into++], LABEL, "%s", site->into[i]);
     for (int i = 0; i < site->n_also && i < 2; i++)
@@ -74,9 +76,19 @@ typedef struct fold_group {
     char what[160];             /* "epilogue SiLU + epilogue ElementwiseMul into GEMV" */
 } fold_group;
 
+typedef struct asked_rec {
+    char key[FE_FOLD_KEY_LEN];
+    char step[LABEL];
+    int version;
+    bool kept;
+} asked_rec;
+
 struct fe_fold_pricing {
     site_rec *sites; /* a copy of the log's, each with its group */
     int n_sites;
+    asked_rec *asked; /* every site a compile asked fe_fold_pricing_keeps about, answered */
+    int n_asked, cap_asked;
+    bool asked_lost;  /* out of memory recording one */
     fold_group *groups;
     int n_groups, n_calls;
     double *none_ns, *all_ns, *priced_ns; /* per call */
@@ -86,6 +98,7 @@ struct fe_fold_pricing {
 void fe_fold_pricing_destroy(fe_fold_pricing *p) {
     if (!p) return;
     fe_free(p->sites);
+    fe_free(p->asked);
     fe_free(p->groups);
     fe_free(p->none_ns);
     fe_free(p->all_ns);
@@ -264,12 +277,36 @@ fe_status fe_fold_price(const fe_cost_table *unfolded, const fe_cost_table *fold
     return FE_OK;
 }
 
+static bool answer(fe_fold_pricing *p, const fe_fold_site *site, bool kept) {
+    if (!site->key) return kept;
+    for (int i = 0; i < p->n_asked; i++) /* a refused site is asked again each pass */
+        if (p->asked[i].version == site->version && strcmp(p->asked[i].step, site->step) == 0 &&
+            strcmp(p->asked[i].key, site->key) == 0)
+            return kept;
+    if (p->n_asked == p->cap_asked) {
+        int cap = p->cap_asked ? 2 * p->cap_asked : 64;
+        asked_rec *a = fe_realloc(p->asked, (size_t)cap * sizeof *a);
+        if (!a) {
+            p->asked_lost = true;
+            return kept;
+        }
+        p->asked = a, p->cap_asked = cap;
+    }
+    asked_rec *r = &p->asked[p->n_asked++];
+    snprintf(r->key, sizeof r->key, "%s", site->key);
+    snprintf(r->step, sizeof r->step, "%s", site->step);
+    r->version = site->version;
+    r->kept = kept;
+    return kept;
+}
+
 bool fe_fold_pricing_keeps(void *pricing, const fe_fold_site *site) {
-    const fe_fold_pricing *p = pricing;
+    fe_fold_pricing *p = pricing;
     for (int i = 0; i < p->n_sites; i++)
         if (p->sites[i].version == site->version && strcmp(p->sites[i].step, site->step) == 0)
-            return p->groups[p->sites[i].group].kept;
-    return false; /* never priced: not kept */
+            return answer(p, site, p->groups[p->sites[i].group].kept);
+    /* never priced (a fold that only opens when another is refused): not kept */
+    return answer(p, site, false);
 }
 
 int fe_fold_pricing_groups(const fe_fold_pricing *p) { return p->n_groups; }
@@ -313,4 +350,38 @@ void fe_fold_pricing_print(const fe_fold_pricing *p, FILE *f) {
     for (int c = 0; c < p->n_calls; c++)
         fprintf(f, "  %s: modelled %.3f ms with no folds, %.3f ms with all, %.3f ms priced\n",
                 p->call_names[c], p->none_ns[c] / 1e6, p->all_ns[c] / 1e6, p->priced_ns[c] / 1e6);
+}
+
+fe_status fe_fold_pricing_to_profile(const fe_fold_pricing *p, fe_profile *prof, fe_error *err) {
+    if (p->asked_lost)
+        return fe_error_set(err, FE_E_NOMEM, "fold pricing: an answer was lost (out of memory)");
+    for (int i = 0; i < p->n_asked; i++) {
+        const asked_rec *r = &p->asked[i];
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(p->asked[j].key, r->key) == 0;
+        if (seen) continue;
+        int sites = 0, kept = 0;
+        for (int j = i; j < p->n_asked; j++)
+            if (strcmp(p->asked[j].key, r->key) == 0) sites++, kept += p->asked[j].kept;
+        char note[96];
+        snprintf(note, sizeof note, "ferrum tune: kept at %d of %d sites (priced)", kept, sites);
+        fe_status st = fe_profile_put_fold(prof, r->key, 2 * kept >= sites, note, err);
+        if (st != FE_OK) return st;
+    }
+    /* no priced compile asked: the logged sites with their groups' decisions */
+    for (int i = 0; !p->n_asked && i < p->n_sites; i++) {
+        const site_rec *r = &p->sites[i];
+        bool seen = !r->key[0];
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(p->sites[j].key, r->key) == 0;
+        if (seen) continue;
+        int sites = 0, kept = 0;
+        for (int j = i; j < p->n_sites; j++)
+            if (strcmp(p->sites[j].key, r->key) == 0)
+                sites++, kept += p->groups[p->sites[j].group].kept;
+        char note[96];
+        snprintf(note, sizeof note, "ferrum tune: kept at %d of %d sites (priced)", kept, sites);
+        fe_status st = fe_profile_put_fold(prof, r->key, 2 * kept >= sites, note, err);
+        if (st != FE_OK) return st;
+    }
+    return FE_OK;
 }

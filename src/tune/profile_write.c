@@ -2,8 +2,9 @@
  * `ferrum generate` reads back. The entry is keyed on every extent, param and operand dtype of
  * the shape tuned (so it is the most specific entry there is for it) and sets only the design
  * tunables whose best value differs from the pure default (resolve's, with no held tunable
- * and no profile); its "note" keeps the medians. The rest of the file is kept as it was; a
- * file that is not a profile is refused, never overwritten. */
+ * and no profile); its "note" keeps the medians. The fold decisions are written the same
+ * way (one per site key). The rest of the file is kept as it was; a file that is not a
+ * profile is refused, never overwritten. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +56,16 @@ fe_status fe_tune_write_narrowing(const fe_narrowing *n, const char *path, fe_er
     fe_profile *p = NULL;
     fe_status st = open_profile(path, &p, err);
     if (st == FE_OK) st = fe_narrowing_to_profile(n, p, err);
+    if (st == FE_OK) st = make_parent(path, err);
+    if (st == FE_OK) st = fe_profile_save(p, path, err);
+    fe_profile_destroy(p);
+    return st;
+}
+
+fe_status fe_tune_write_folds(const fe_fold_pricing *fp, const char *path, fe_error *err) {
+    fe_profile *p = NULL;
+    fe_status st = open_profile(path, &p, err);
+    if (st == FE_OK) st = fe_fold_pricing_to_profile(fp, p, err);
     if (st == FE_OK) st = make_parent(path, err);
     if (st == FE_OK) st = fe_profile_save(p, path, err);
     fe_profile_destroy(p);

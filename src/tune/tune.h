@@ -134,6 +134,10 @@ struct fe_tune_result {
 fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *s, const fe_tune_options *o,
                                fe_cost_cache *cache, fe_tune_result *r, fe_error *err);
 
+/* The reason a reused unreliable figure is shown with: "cached (unreliable: spread 31%)"
+ * (the spread: (p90 - p10) / median). */
+void fe_tune_unreliable_cached(const fe_cost_figure *f, char *why, size_t n);
+
 /* Marks r's best row (fe_tune_row.best): the fastest reliable candidate, none when an
  * unreliable figure is faster, and the default (row 0) unless the fastest beats it by more
  * than half of both figures' p10..p90 ranges. */

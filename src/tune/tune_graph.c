@@ -4,8 +4,11 @@
  * values at every call point the points it is priced at. Steps whose default design,
  * operand shapes and values agree are one design of the table, searched once (every setting
  * gated and priced as fe_tune_op does, costs through the cost cache); a design an earlier
- * table holds under the same key, with reliable figures only, is taken from it. Then the
- * dispatch and barrier probes. Progress: a bar on a terminal, else a line per design. */
+ * table holds under the same key is taken from it (an unreliable figure too, said so), as
+ * are its dispatch and barrier figures; else the dispatch and barrier probes. The calls as
+ * they run are measured once per graph: a call's figure is kept in the cost cache under the
+ * call's signature (every step's work key), so a warm run reuses it. Progress: a bar on a
+ * terminal, else a line per design. */
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,16 +81,10 @@ static fe_status design_from(const fe_tune_result *r, const char *op, fe_table_d
     return FE_OK;
 }
 
-/* A design of `previous` under key, usable as it is: every candidate's figure reliable. */
+/* The design of `previous` under key (its unreliable figures too: reused, said so). */
 static const fe_table_design *reusable(const fe_cost_table *previous, uint64_t key) {
-    for (int i = 0; previous && i < previous->n_designs; i++) {
-        const fe_table_design *d = &previous->designs[i];
-        if (d->key != key) continue;
-        for (int k = 0; k < d->n_options; k++)
-            if (d->options[k].verdict == FE_TUNE_CANDIDATE && !d->options[k].cost.reliable)
-                return NULL;
-        return d;
-    }
+    for (int i = 0; previous && i < previous->n_designs; i++)
+        if (previous->designs[i].key == key) return &previous->designs[i];
     return NULL;
 }
 
@@ -96,6 +93,11 @@ static fe_status copy_design(const fe_table_design *from, fe_table_design *to, f
     to->options = fe_malloc((size_t)from->n_options * sizeof *to->options);
     if (!to->options) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
     memcpy(to->options, from->options, (size_t)from->n_options * sizeof *to->options);
+    for (int k = 0; k < to->n_options; k++) {
+        fe_table_option *o = &to->options[k];
+        if (o->verdict == FE_TUNE_CANDIDATE && !o->cost.reliable)
+            fe_tune_unreliable_cached(&o->cost, o->reason, sizeof o->reason);
+    }
     to->reused = true;
     return FE_OK;
 }
@@ -300,7 +302,11 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
         des->key = key;
         st = design_from(r, fe_op_name(pts[0].op), des, err);
     }
-    if (st == FE_OK) {
+    if (st == FE_OK && previous && !o.remeasure && previous->dispatch.median_ns > 0) {
+        progress(bar, t->n_designs, t->n_designs, "dispatch and barrier from the last table");
+        t->dispatch = previous->dispatch;
+        t->barrier = previous->barrier;
+    } else if (st == FE_OK) {
         progress(bar, t->n_designs, t->n_designs, "dispatch and barrier probes");
         probe_overheads(dev, &o, t);
     }
@@ -336,17 +342,69 @@ static void run_call(void *ctx) {
     if (c->st == FE_OK) c->st = st;
 }
 
+/* The signature of call c as the graph now runs it: every step's work key at every point
+ * (design, operands, params, values), the packaging and the call's words; a different fold,
+ * setting or position gives another. */
+static fe_status call_signature(const fe_tune_graph_request *req, int c, uint64_t seed,
+                                fe_step_info *pts, uint64_t *out, fe_error *err) {
+    const fe_tune_call *call = &req->calls[c];
+    int v;
+    if (fe_graph_version_index(req->graph, call->inputs, call->n_inputs, &v) != FE_OK)
+        return fe_error_set(err, FE_E_INVALID, "tune: %s", fe_graph_message(req->graph));
+    fe_hasher h;
+    if (fe_hasher_init(&h) != 0) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    fe_hasher_str(&h, "whole call");
+    fe_hasher_str(&h, call->name);
+    fe_hasher_i64(&h, fe_graph_version_each_step(req->graph, v));
+    int n = fe_graph_version_steps(req->graph, v);
+    fe_hasher_i64(&h, n);
+    for (int s = 0; s < n; s++) {
+        for (int p = 0; p < call->n_points; p++) {
+            fe_status st = fe_graph_step_info(req->graph, v, s, call->words + p * call->n_words,
+                                              call->n_words, &pts[p], err);
+            if (st != FE_OK) {
+                fe_hasher_done(&h);
+                return st;
+            }
+        }
+        fe_hasher_i64(&h, (int64_t)work_key(pts, call->n_points, seed));
+    }
+    for (int w = 0; w < call->n_points * call->n_words; w++) {
+        fe_hasher_str(&h, call->words[w].name);
+        fe_hasher_i64(&h, call->words[w].value);
+    }
+    *out = fe_hasher_done(&h);
+    return FE_OK;
+}
+
 fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                 const fe_tune_options *opts, fe_cost_table *t,
-                                fe_cost_figure *measured, fe_error *err) {
+                                fe_cost_figure *measured, bool *cached, fe_error *err) {
     fe_status st = check_request(req, err);
     if (st != FE_OK) return st;
     fe_tune_options o = opts ? *opts : fe_tune_options_default();
     int width = fe_device_get_info(dev)->n_workers;
-    for (int c = 0; c < req->n_calls; c++) {
+    fe_cost_cache *cache = NULL;
+    fe_step_info *pts = fe_calloc(FE_TUNE_MAX_CALL_POINTS, sizeof *pts);
+    if (!pts) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    if ((st = fe_cost_cache_open(dev, o.cache_root, &cache, err)) != FE_OK) {
+        fe_free(pts);
+        return st;
+    }
+    for (int c = 0; st == FE_OK && c < req->n_calls; c++) {
         const fe_tune_call *call = &req->calls[c];
+        fe_cost_key key = {.n_values = 1, .values = {call->n_points}, .input_hash = 0xca11};
+        if ((st = call_signature(req, c, o.seed, pts, &key.design, err)) != FE_OK) break;
         fe_cost_figure sum = {.reliable = true};
-        for (int p = 0; p < call->n_points; p++) {
+        bool hit = false;
+        fe_error cerr;
+        if (!o.remeasure && fe_cost_cache_get(cache, &key, &sum, &hit, &cerr) == FE_OK && hit) {
+            if (o.progress) fprintf(o.progress, "tune: the %s from the cost cache\n", call->name);
+        } else {
+            hit = false;
+            sum = (fe_cost_figure){.reliable = true};
+        }
+        for (int p = 0; !hit && p < call->n_points; p++) {
             if (o.progress) {
                 fprintf(o.progress, "tune: measuring the %s (point %d/%d:", call->name, p + 1,
                         call->n_points);
@@ -358,9 +416,11 @@ fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req
             call_run run = {req->graph, call, p, FE_OK};
             char why[200];
             fe_cost_figure f = fe_tune_probe(run_call, &run, width, &o, why, sizeof why);
-            if (run.st != FE_OK)
-                return fe_error_set(err, run.st, "tune: calling %s: %s", call->name,
-                                    fe_graph_message(req->graph));
+            if (run.st != FE_OK) {
+                st = fe_error_set(err, run.st, "tune: calling %s: %s", call->name,
+                                  fe_graph_message(req->graph));
+                break;
+            }
             sum.median_ns += f.median_ns / call->n_points;
             sum.p10_ns += f.p10_ns / call->n_points;
             sum.p90_ns += f.p90_ns / call->n_points;
@@ -368,11 +428,21 @@ fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req
             sum.cpus += f.cpus / call->n_points;
             sum.reliable = sum.reliable && f.reliable;
         }
+        if (st != FE_OK) break;
+        if (!hit) {
+            char label[96];
+            snprintf(label, sizeof label, "whole call: %s", call->name);
+            if (fe_cost_cache_put(cache, &key, &sum, label, &cerr) != FE_OK && o.progress)
+                fprintf(o.progress, "tune: %s\n", cerr.message);
+        }
+        if (cached) cached[c] = hit;
         measured[c] = sum;
         if (t && c < t->n_calls) {
             t->calls[c].measured = sum;
             t->calls[c].has_measured = true;
         }
     }
-    return FE_OK;
+    fe_cost_cache_close(cache);
+    fe_free(pts);
+    return st;
 }

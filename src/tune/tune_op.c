@@ -6,9 +6,9 @@
  * may follow another's (GEMV rows_per_step and prefetch). The default stays the best unless
  * beaten beyond the noise. A setting that resolves to a design already listed is shown once; one whose
  * output fails the gate is listed with the reason and not timed. Costs come from the cost
- * cache when it holds a reliable figure for the key (design, per-call values, input hash),
- * else are measured alone on the pool and stored (an unreliable figure too, marked so, and
- * measured again next time). */
+ * cache when it holds a figure for the key (design, per-call values, input hash), else are
+ * measured alone on the pool and stored (an unreliable figure too, marked so: a later run
+ * reuses it, saying "cached (unreliable: spread X%)", unless --remeasure). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -126,6 +126,11 @@ static void setting_text(const fe_kernel *k, char *buf, size_t n) {
                                    d->op->tunables[i].name, (long long)d->tunables[i]);
 }
 
+void fe_tune_unreliable_cached(const fe_cost_figure *f, char *why, size_t n) {
+    double spread = f->median_ns > 0 ? (f->p90_ns - f->p10_ns) / f->median_ns : 0;
+    snprintf(why, n, "cached (unreliable: spread %.0f%%)", 100 * spread);
+}
+
 /* Prices a candidate: each ladder point from the cache or measured, then their mean. */
 static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                        fe_tune_buffers *b, fe_cost_cache *cache, const fe_tune_options *o,
@@ -166,7 +171,8 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                 layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
                 return fe_error_set(err, st, "%s", cerr.message);
             }
-            hit = hit && f.reliable; /* an unreliable figure is measured again */
+            if (hit && !f.reliable) /* reused, said so: --remeasure measures it again */
+                fe_tune_unreliable_cached(&f, row->reason, sizeof row->reason);
         }
         if (!hit) {
             row->cached = false;
