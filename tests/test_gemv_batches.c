@@ -223,7 +223,7 @@ static void panels_are_the_same_bytes_on_every_isa(void **s) {
         memset(a, 0xab, sizeof a);
         memset(c, 0xcd, sizeof c);
         fe_gemm_dot_layout(wsrc, PN, PK, 0, 3, a);
-        fe_gemv_pairs_layout(wsrc, PN, PK, 0, 3, c);
+        fe_gemv_bf16_pairs_layout(wsrc, PN, PK, 0, 3, c);
         assert_memory_equal(a, c, sizeof a);
     }
 #endif

@@ -78,9 +78,8 @@ const fe_layout_store *fe_graph_layout_store(const fe_graph *g) {
     return g->opts.layouts ? g->opts.layouts : g->own_layouts;
 }
 
-static bool same(const layout_rec *r, const fe_op *op, int operand, uint64_t format,
-                 const fe_tensor *t, size_t bytes) {
-    (void)op, (void)operand; /* formats are global (ops/op.h): one copy whoever reads it */
+/* formats are global (ops/op.h): one copy whichever op and operand reads it */
+static bool same(const layout_rec *r, uint64_t format, const fe_tensor *t, size_t bytes) {
     if (r->format != format || r->data != t->data ||
         r->dtype != t->dtype || r->rank != t->rank || r->bytes != bytes)
         return false;
@@ -97,7 +96,7 @@ static fe_status layout_of(fe_graph *g, fe_layout_store *st, fe_version *v, int 
     fe_kernel *k = v->kernels[s];
     const fe_op *op = v->tr.steps[s].op;
     for (int r = 0; r < st->n; r++)
-        if (same(&st->recs[r], op, i, format, t, bytes)) {
+        if (same(&st->recs[r], format, t, bytes)) {
             *out = st->recs[r].mem;
             return FE_OK;
         }

@@ -260,7 +260,7 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
 static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
     gemv_shape s;
     fe_gemv_shape(a, d, &s);
-    if (s.panel && s.dt == FE_DTYPE_BF16) return (size_t)nth * fe_gemv_panels_worker_bytes(&s);
+    if (s.panel && s.dt == FE_DTYPE_BF16) return (size_t)nth * fe_gemv_bf16_panel_worker_bytes(&s);
     if (s.panel) return (size_t)nth * fe_gemv_panel_worker_bytes(&s);
     return (size_t)nth * fe_gemv_worker_bytes(&s, d->isa);
 }
@@ -275,7 +275,8 @@ static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t
         return 0;
     *format = FE_LAYOUT_BF16_PAIRS32;
     const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
-    return (size_t)((N + 31) / 32 * 32) * (size_t)((K + 1) / 2) * 4;
+    return (size_t)((N + GEMV_PANEL_ROWS - 1) / GEMV_PANEL_ROWS * GEMV_PANEL_ROWS) *
+           (size_t)((K + 1) / 2) * 4;
 }
 
 static void layout_make(const fe_args *a, const fe_design *d, int operand, void *dst, int ith,
@@ -286,9 +287,9 @@ static void layout_make(const fe_args *a, const fe_design *d, int operand, void 
     }
     const int64_t N = a->ext[GEMV_N], K = a->ext[GEMV_K];
     int64_t p0, p1;
-    fe_split((N + 31) / 32, ith, nth, 1, &p0, &p1);
+    fe_split((N + GEMV_PANEL_ROWS - 1) / GEMV_PANEL_ROWS, ith, nth, 1, &p0, &p1);
     if (d->isa >= FE_ISA_AVX512) fe_gemm_dot_layout(a->t[operand].data, N, K, p0, p1, dst);
-    else fe_gemv_pairs_layout(a->t[operand].data, N, K, p0, p1, dst);
+    else fe_gemv_bf16_pairs_layout(a->t[operand].data, N, K, p0, p1, dst);
 }
 
 static double case_param(const fe_case *c, const char *name, double def, bool *given) {

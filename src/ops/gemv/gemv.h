@@ -143,8 +143,8 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d);
  * of b (N x K bf16, rows K * 2 bytes apart), word o of pair row p of panel q holding row
  * 32 q + o's elements 2p (low half) and 2p + 1 (high half; zero past K), rows past N zero. */
 enum { GEMV_PANEL_ROWS = 32 };
-size_t fe_gemv_panels_worker_bytes(const gemv_shape *s);
-void fe_gemv_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst);
+size_t fe_gemv_bf16_panel_worker_bytes(const gemv_shape *s);
+void fe_gemv_bf16_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst);
 
 void fe_gemv_scalar(const fe_args *, const fe_design *, int, int);
 void fe_gemv_avx2(const fe_args *, const fe_design *, int, int);

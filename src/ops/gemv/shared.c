@@ -227,13 +227,13 @@ void fe_gemv_reference(const fe_args *a, const fe_design *d) {
     free(bsums);
 }
 
-size_t fe_gemv_panels_worker_bytes(const gemv_shape *s) {
+size_t fe_gemv_bf16_panel_worker_bytes(const gemv_shape *s) {
     const size_t pairs = (size_t)(s->K + 1) / 2;
     return (size_t)s->chunk * (2 * pairs) * 4 + pairs * GEMV_PANEL_ROWS * 4 +
            (size_t)s->chunk * GEMV_PANEL_ROWS * 4 * 2 + 256;
 }
 
-void fe_gemv_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst) {
+void fe_gemv_bf16_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst) {
     /* a word is a row's 4 bytes at pair p (little-endian: element 2p low), so each panel is
      * a 32 x pairs transpose of words, done in blocks of 8 pairs (a 32-byte read per row, 8
      * whole 128-byte lines written); the last word of an odd K, and rows past N, built apart */
