@@ -99,6 +99,16 @@ def level(host, port, model, clients, seconds, max_tokens):
             "first_error": errors[0] if errors else ""}
 
 
+def first_model(host, port):
+    """The first model a running server lists (GET /v1/models): the name its requests use."""
+    c = http.client.HTTPConnection(host, port, timeout=30)
+    c.request("GET", "/v1/models")
+    r = c.getresponse()
+    if r.status != 200:
+        sys.exit(f"serve_load.py: GET /v1/models answered {r.status}; give --model-id")
+    return json.loads(r.read())["data"][0]["id"]
+
+
 def free_port():
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))
@@ -164,7 +174,7 @@ def main():
     ap.add_argument("--ferrum", default="build/ferrum")
     ap.add_argument("--model", help="the model file the servers are started with")
     ap.add_argument("--url", help="a server already running (loopback)")
-    ap.add_argument("--model-id", help="the model's name on that server")
+    ap.add_argument("--model-id", help="the model's name on that server (default: the first it lists)")
     ap.add_argument("--llama-server", help="llama.cpp's llama-server binary: bench it too, on the same model "
                     "and clients, the two alternating level by level")
     ap.add_argument("--levels", default="1,2,4,8,16")
@@ -187,9 +197,10 @@ def main():
         u = urlparse(a.url)
         if u.hostname not in ("127.0.0.1", "localhost"):
             sys.exit("serve_load.py: only a loopback server may be benched (127.0.0.1)")
+        model_id = a.model_id or first_model("127.0.0.1", u.port)
         base = None
         for n in levels:
-            r = level("127.0.0.1", u.port, a.model_id, n, a.seconds, a.max_tokens)
+            r = level("127.0.0.1", u.port, model_id, n, a.seconds, a.max_tokens)
             base = base or r["tok_s"]
             show("running", r, base)
         return
@@ -222,7 +233,7 @@ def main():
 
 def show(name, r, base):
     print(f"{name:>12} {r['clients']:>7} {r['requests']:>8} {r['tokens']:>7} {r['tok_s']:>8.1f} "
-          f"{r['tok_s'] / base:>6.2f} {r['ttft_p50']:>8.3f}s {r['ttft_p99']:>8.3f}s {r['errors']:>6}"
+          f"{r['tok_s'] / base if base else float('nan'):>6.2f} {r['ttft_p50']:>8.3f}s {r['ttft_p99']:>8.3f}s {r['errors']:>6}"
           + (f"  ({r['first_error']})" if r["errors"] else ""), flush=True)
 
 

@@ -16,7 +16,7 @@
 enum {
     FE_MAX_OPERANDS = 6,
     FE_MAX_PARAMS = 6,
-    FE_MAX_TUNABLES = 6,
+    FE_MAX_TUNABLES = 7,
     FE_MAX_EXTENTS = 4,
     FE_MAX_VALUES = 3,
     FE_MAX_CHOICES = 8,
@@ -27,6 +27,9 @@ enum {
  * both (the bf16 GEMM of a prefill chunk and the GEMV of a decode step). */
 enum {
     FE_LAYOUT_BF16_PAIRS32 = 1, /* bf16 (N, K): k-pair panels of 32 rows (fe_gemm_dot_layout) */
+    FE_LAYOUT_I8_PANELS16 = 2,  /* q8_0 / q4_0 / q4_1 (N, K): 16 rows' quants transposed per
+                                 * 32-block, then their scales (ops/gemv/panel.h; the format id
+                                 * is this << 8 | the dtype) */
 };
 
 #define FE_DT(t) (1u << (t))

@@ -14,6 +14,7 @@
 #include "ops/kquant/kquant.h"
 #include "core/quant.h"
 #include "ops/gemv/gemv.h"
+#include "ops/gemv/panel.h"
 
 /* tile: AVX2's is the K step of the packing transposes */
 FE_KERNELS(gemm, 1, 8, 16);
@@ -77,6 +78,14 @@ static const fe_tunable_decl tunables[] = {
                  "act_int8 integer sums: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
                  "device has avx512vnni and turns it off elsewhere); 0 = vpmaddubsw + "
                  "vpmaddwd; the same integers"},
+    [GM_PANELS] = {"b_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
+                   1, true,
+                   "act_int8 over q8_0, q4_0 or q4_1 B (AVX2, AVX-512): 1 = B's int8 panels "
+                   "packed per call from the weight's GEMV panel layout (ops/gemv/panel.h: "
+                   "16 rows' quants transposed per block, made once; the decode's GEMV panel = "
+                   "1 reads the same copy), 0 = packed from B's rows as stored; the same "
+                   "words either way (resolve sets 1 where it serves and turns it off "
+                   "elsewhere)"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -215,6 +224,12 @@ static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GM_DOT8] || !vnni) {
         c->tunables[GM_DOT8] = vnni;
         c->tunable_set[GM_DOT8] = true;
+    }
+    if (!gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype, c->dev->isa) ||
+        !c->tunable_set[GM_PANELS]) {
+        c->tunables[GM_PANELS] =
+            gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype, c->dev->isa);
+        c->tunable_set[GM_PANELS] = true;
     }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
     const bool dot = c->tunables[GM_DOT] == GM_DOT_PACKED;
@@ -396,24 +411,43 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
     return FE_OK;
 }
 
-/* bf16_dot = 1 on AVX-512 reads B from a layout where it has one: panels of 32 rows of B as
- * k-pairs over the whole K (bf16dot.inc), B's own bytes with N rounded up to whole panels
- * and K to whole pairs. */
+/* B's layout, where the design reads one:
+ * - bf16_dot = 1 on AVX-512: panels of 32 rows of B as k-pairs over the whole K
+ *   (bf16dot.inc), B's own bytes with N rounded up to whole panels and K to whole pairs;
+ * - b_panels = 1 (act_int8, q8_0 / q4_0 / q4_1, AVX2 or AVX-512): the GEMV's panel layout of
+ *   the same weight (fe_gemv_panel_format), from which int8.inc packs its B panels per call.
+ *   The two ops name one format, so a graph keeps one copy for the prefill and the decode. */
 static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
-    if (operand != GM_B || d->isa != FE_ISA_AVX512 || d->params[GM_P_BF16] == 0 ||
+    if (operand != GM_B) return 0;
+    const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
+    if (d->tunables[GM_PANELS] &&
+        gm_panels_serve(d->params[GM_P_INT8] != 0, d->dtypes[GM_B], d->isa)) {
+        *format = fe_gemv_panel_format(d->dtypes[GM_B]);
+        return fe_gemv_panel_matrix_bytes(d->dtypes[GM_B], N, K);
+    }
+    if (d->isa != FE_ISA_AVX512 || d->params[GM_P_BF16] == 0 ||
         d->tunables[GM_DOT] != GM_DOT_PACKED)
         return 0;
     *format = GM_LAYOUT_BF16_PAIRS;
-    const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
     return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *
            (size_t)((K + 1) / 2) * 4;
 }
 
 static void layout_make(const fe_args *a, const fe_design *d, int operand, void *dst, int ith,
                         int nth) {
-    (void)d, (void)operand;
+    (void)operand;
     const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
     int64_t p0, p1;
+    if (d->tunables[GM_PANELS] &&
+        gm_panels_serve(d->params[GM_P_INT8] != 0, d->dtypes[GM_B], d->isa)) {
+        const fe_dtype dt = d->dtypes[GM_B];
+        const size_t gb = fe_gemv_panel_group_bytes(dt, K);
+        fe_split((N + PANEL_ROWS - 1) / PANEL_ROWS, ith, nth, 1, &p0, &p1);
+        for (int64_t g = p0; g < p1; g++)
+            fe_gemv_panel_pack(dt, a->t[GM_B].data, fe_dtype_bytes(dt, K), N, K, g,
+                               (unsigned char *)dst + (size_t)g * gb);
+        return;
+    }
     fe_split((N + GM_NR_AVX512 - 1) / GM_NR_AVX512, ith, nth, 1, &p0, &p1);
     fe_gemm_dot_layout(a->t[GM_B].data, N, K, p0, p1, dst);
 }

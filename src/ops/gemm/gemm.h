@@ -59,7 +59,7 @@
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
-enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8 }; /* tunables */
+enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8, GM_PANELS }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
 #define GM_DOT_DEFAULT GM_DOT_PACKED                  /* resolved where it can run */
 enum { GM_LAYOUT_BF16_PAIRS = FE_LAYOUT_BF16_PAIRS32 }; /* B's layout (fe_op.layout format) */
@@ -89,6 +89,12 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_NR_I8_AVX2 8
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
+/* whether b_panels = 1 serves: act_int8 over q8_0, q4_0 or q4_1 on AVX2 or AVX-512 (the
+ * scalar kernel dots B's rows as stored) */
+static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa) {
+    return act_int8 && isa >= FE_ISA_AVX2 &&
+           (b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1);
+}
 
 /* act_int8 over q5_0, q4_k and q6_k (kquant.inc): rows of A x columns of C per register
  * block (AVX-512: 12 int32 sums of the scale block, 12 of the sub-block under VNNI, two B

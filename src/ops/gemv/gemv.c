@@ -68,9 +68,10 @@ static const fe_tunable_decl tunables[] = {
                     "k-pair panels of 32 rows, the bf16 GEMM's layout of the same weight (one "
                     "copy for prefill and decode where the GEMM reads it); act_int8 with q8_0, "
                     "q4_0 or q4_1 W (ops/gemv/panel.h): 16 rows' quants transposed per 32-block, "
-                    "then their scales. resolve sets 1 for bf16 and act_int8 q4_1 (measured "
-                    "faster), 0 for q8_0 and q4_0 (1 when pinned) and turns it off where it does "
-                    "not serve; 0 = the row kernels and batch passes above"},
+                    "then their scales (the act_int8 GEMM's b_panels reads the same copy). resolve "
+                    "sets 1 for bf16 and act_int8 q4_1, and for act_int8 q8_0 and q4_0 on AVX2 "
+                    "and AVX-512, and turns it off where it does not serve; 0 = the row kernels "
+                    "and batch passes above"},
 };
 
 #define GEMV_WEIGHT_DTYPES                                                                 \
@@ -201,9 +202,10 @@ static fe_status infer(fe_op_ctx *c) {
  * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
     /* the panel designs, where they serve (bf16; act_int8 q8_0, q4_0, q4_1), off elsewhere;
-     * act_int8 by default for q4_1 only, measured faster at B = 1 and 1.6-1.9x at B = 8 (q8_0:
-     * slower at B = 1 on Llama 3.2 1B, and its layout doubles the resident weights: pin
-     * panel = 1 to take it; q4_0: not measured). docs/performance.md */
+     * act_int8 by default: q4_1 everywhere (measured faster at B = 1 and 1.6-1.9x at B = 8),
+     * q8_0 and q4_0 on AVX2 and AVX-512, where the act_int8 GEMM of a prefill reads its B
+     * from the same layout (gemm b_panels), so the weight has one copy (q8_0: at parity at
+     * B = 1 on a quiet host, faster from B = 2). docs/performance.md */
     const fe_dtype wdt = c->operands[GEMV_W].dtype;
     /* bf16: rank-2 W on the avx2 and avx512 kernels (panels.inc), 1 by default: the decode
      * step of the Llama 3.2 1B shape 1.3-2.2x faster (docs/performance.md) */
@@ -211,7 +213,10 @@ static void resolve(fe_op_ctx *c) {
                       c->dev->isa >= FE_ISA_AVX2;
     const bool panel = bf16 || (c->params[GEMV_INT8] != 0 && fe_gemv_panel_serves(wdt));
     if (!c->tunable_set[GEMV_PANEL] || !panel) {
-        c->tunables[GEMV_PANEL] = c->tunable_set[GEMV_PANEL] ? 0 : bf16 || (panel && wdt == FE_DTYPE_Q4_1);
+        c->tunables[GEMV_PANEL] =
+            c->tunable_set[GEMV_PANEL]
+                ? 0
+                : bf16 || (panel && (wdt == FE_DTYPE_Q4_1 || c->dev->isa >= FE_ISA_AVX2));
         c->tunable_set[GEMV_PANEL] = true;
     }
     if (!c->tunable_set[GEMV_RPS]) {

@@ -8,9 +8,6 @@
 #include "core/quant.h"
 #include "ops/gemv/panel.h"
 
-/* "PANEL" and the dtype: layouts of one weight with equal formats are the same bytes */
-#define PANEL_FORMAT 0x50414e454c00ull
-
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst) {
     const int64_t nb = K / 32;
@@ -48,7 +45,7 @@ size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
     if ((operand != GEMV_W && operand != GEMV_UP) || !d->present[operand] ||
         d->tunables[GEMV_PANEL] == 0 || d->params[GEMV_INT8] == 0 || !fe_gemv_panel_serves(dt))
         return 0;
-    if (format) *format = PANEL_FORMAT | (uint64_t)dt;
+    if (format) *format = fe_gemv_panel_format(dt);
     const int64_t mats = a->t[operand].rank == 3 ? a->ext[GEMV_G] : 1;
     return (size_t)mats * fe_gemv_panel_matrix_bytes(dt, a->ext[GEMV_N], a->ext[GEMV_K]);
 }

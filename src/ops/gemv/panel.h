@@ -38,6 +38,11 @@ enum { PANEL_ROWS = 16 };
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
     return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1;
 }
+/* the layout format of W's panels (fe_op.layout): the GEMV's and the act_int8 GEMM's, which
+ * reads its B panels from them (one copy of the weight for the prefill and the decode) */
+static inline uint64_t fe_gemv_panel_format(fe_dtype dt) {
+    return (uint64_t)FE_LAYOUT_I8_PANELS16 << 8 | (uint64_t)dt;
+}
 /* bytes of one (group, block) of panel: the quant vectors, then d, then m (q4_1; zeros for
  * q4_0 and q8_0), whole cache lines (320 or 576), so no vector load straddles two lines */
 static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) { return dt == FE_DTYPE_Q8_0 ? 512 : 256; }
