@@ -9,7 +9,7 @@ stream), the server's RSS at the start, the middle and the end, and its exit cod
 ASan (make asan's build-asan/ferrum), a leak or a memory error makes that nonzero.
 
   python3 bench/serve_soak.py --ferrum build-asan/ferrum \\
-      --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf --minutes 10 [--batch] \\
+      --model ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf --minutes 10 [--no-batch] \\
       [--embedding-model ~/.cache/ferrum/models/all-MiniLM-L6-v2]
 
 Loopback only (the server is started on 127.0.0.1). Exit 0 when nothing unexpected happened."""
@@ -125,12 +125,13 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--clients", type=int, default=6)
-    ap.add_argument("--batch", action="store_true", help="serve with --batch")
+    ap.add_argument("--no-batch", action="store_true",
+                    help="serve with --no-batch (slots taking turns; batched decode is the default)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--embedding-model", help="an encoder folder: serve and send embeddings too")
     a = ap.parse_args()
     cmd = [a.ferrum, "serve", a.model, "--host", HOST, "--port", "0", "--parallel", "3", "--queue", "4",
-           "--ctx", "512", "--max-prompt-tokens", "400", *(["--batch"] if a.batch else []),
+           "--ctx", "512", "--max-prompt-tokens", "400", *(["--no-batch"] if a.no_batch else []),
            *(["--embedding-model", a.embedding_model] if a.embedding_model else [])]
     embed_model = os.path.basename(a.embedding_model.rstrip("/")) if a.embedding_model else None
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -170,6 +170,22 @@ static void a_bad_value_names_the_option_the_value_and_the_range(void **s) {
     expect_refusals(r, sizeof r / sizeof r[0]);
 }
 
+/* serve decodes its slots as one batch by default: --no-batch turns that off, the two
+ * together are refused, and more slots than a batch holds name both ways out */
+static void serve_batch_flags_are_checked_before_the_model_opens(void **s) {
+    (void)s;
+    static const refusal r[] = {
+        {{"serve", "m.gguf", "--batch", "--no-batch"},
+         "--batch and --no-batch contradict each other; give one (batched decode is the default)"},
+        {{"serve", "m.gguf", "--parallel", "13"},
+         "--parallel 13 in 1 group puts more than 12 slots in one batch (batched decode, the "
+         "default); give at most 12 slots, more --groups, or --no-batch"},
+        {{"serve", "--embedding-model", "enc", "--no-batch"},
+         "--batch, --no-batch, --groups and --alias are for a chat MODEL"},
+    };
+    expect_refusals(r, sizeof r / sizeof r[0]);
+}
+
 static void a_value_that_looks_like_an_option_is_refused(void **s) {
     (void)s;
     RUN("generate", "m.gguf", "--prompt", "--chat");
@@ -444,6 +460,7 @@ int main(void) {
         cmocka_unit_test(prompt_file_that_is_a_directory_is_refused_before_load),
         cmocka_unit_test(prompt_file_is_read_by_the_parser_and_dash_is_stdin),
         cmocka_unit_test(threads_past_the_cpus_are_refused),
+        cmocka_unit_test(serve_batch_flags_are_checked_before_the_model_opens),
         cmocka_unit_test(draw_model_collapses_repeated_layers),
         cmocka_unit_test(draw_says_when_graphviz_runs_past_its_bound),
     };

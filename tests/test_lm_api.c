@@ -195,6 +195,14 @@ static void a_chat_turn_reuses_the_cache_and_matches_from_scratch(void **st) {
     memcpy(turn2 + 9, t1.ids, 5 * sizeof *base);
     memcpy(turn2 + 14, more, 6 * sizeof *base);
     stop.max_tokens = 6;
+    /* what a prefill would reuse, asked before: the same count generate then reports; the
+     * whole cached sequence again keeps all but its last chunk's rows (the last row runs) */
+    assert_int_equal(fe_lm_session_reusable(a, turn2, 20), 12);
+    assert_int_equal(fe_lm_session_reusable(a, turn2, 13), 12);
+    assert_int_equal(fe_lm_session_reusable(a, turn2, 12), 8);
+    assert_int_equal(fe_lm_session_reusable(a, more, 6), 0);
+    assert_int_equal(fe_lm_session_reusable(b, turn2, 20), 0);
+    assert_int_equal(fe_lm_session_reusable(NULL, turn2, 20), 0);
     assert_int_equal(fe_lm_session_generate(a, turn2, 20, NULL, &stop, collect, &t2, &r2), FE_OK);
     assert_int_equal(fe_lm_session_generate(b, turn2, 20, NULL, &stop, collect, &fresh, &rf), FE_OK);
     /* the cache held base and the first four tokens drawn (13 rows): the chunks before row 12 stay */

@@ -19,7 +19,7 @@ typedef struct serve_args {
     int64_t max_embedding_inputs, embedding_batch;
     int64_t port, parallel, ctx, chunk, queue, max_body, max_prompt_tokens, max_tokens;
     int64_t request_seconds, client_seconds, max_connections, groups;
-    bool batch;
+    bool batch, no_batch; /* --batch (the default, said explicitly), --no-batch */
 } serve_args;
 
 enum { MAX_GROUPS = 16 };
@@ -45,13 +45,17 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
         INT("groups", 0, "K", &a->groups, 1, MAX_GROUPS, "1",
             "device groups: the workers (-t) split into K pools of -t/K unpinned workers, each "
             "with its own copy of the model's state over the same mapped weights; slot i is in "
-            "group i mod K, and the K groups decode side by side (within a group the slots take "
-            "turns). For a small model on many cores, whose one decode step cannot use them all"),
-        {"batch", 0, ARG_FLAG, NULL, "batched decode: a group's slots are the rows of one "
-         "batch, and every step is one decode call for all of them (matrix products over the "
-         "rows), with the prompts' chunks run between steps. Its tokens are `ferrum "
-         "generate`'s however many rows decode together (GEMVs over the rows, each weight "
-         "block decoded once for up to 8 of them). At most 12 slots a group", NULL, .flag = &a->batch},
+            "group i mod K, and the K groups decode side by side (each group one batch, or with "
+            "--no-batch its slots taking turns). For a small model on many cores, whose one "
+            "decode step cannot use them all"),
+        {"batch", 0, ARG_FLAG, NULL, "batched decode (the default): a group's slots are the "
+         "rows of one batch, and every step is one decode call for all of them (the weights "
+         "read once a step for every row), with the prompts' chunks run between steps. Its "
+         "tokens are `ferrum generate`'s however many rows decode together. At most 12 slots "
+         "a group", NULL, .flag = &a->batch},
+        {"no-batch", 0, ARG_FLAG, NULL, "the slots take turns on the device instead, a token "
+         "(or a prompt chunk) at a time, each its own decode call: up to 64 slots a group, "
+         "each step reading every weight for one row", NULL, .flag = &a->no_batch},
         INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
             "prompt rows per prefill turn; the slots decoding wait at most one chunk"),
         INT("queue", 0, "N", &a->queue, 0, 1 << 16, "16",
@@ -90,8 +94,10 @@ static const char synopsis[] =
     "Serves a Llama-family model over HTTP with the OpenAI API: POST /v1/chat/completions and\n"
     "/v1/completions (whole, or streamed as server-sent events), GET /v1/models, GET /health\n"
     "and GET /metrics (Prometheus); with --embedding-model DIR, POST /v1/embeddings too (or\n"
-    "alone, without MODEL). --parallel slots generate at once, taking turns on the device a\n"
-    "token (or a prompt chunk) at a time; more requests wait in a bounded queue. A slot keeps\n"
+    "alone, without MODEL). --parallel slots generate at once: each step is one decode call\n"
+    "for every slot generating (batched decode; the prompts' chunks run between steps), so\n"
+    "the weights are read once a step for all of them; more requests wait in a bounded\n"
+    "queue. A slot keeps\n"
     "its KV cache, so a prompt that starts as an earlier one did (a shared system prompt)\n"
     "reuses those rows. Stop with Ctrl-C (SIGINT) or SIGTERM.\n\n"
     "  ferrum serve ~/.cache/ferrum/models/SmolLM2-135M-Instruct.Q4_1.gguf --port 8080\n"
@@ -117,9 +123,12 @@ static int check(serve_args *a, FILE *err) {
     if (a->embedding_alias && (strchr(a->embedding_alias, '/') || strlen(a->embedding_alias) > 100))
         return cli_refuse(err, "serve", "--embedding-alias \"%s\" holds a '/' or passes 100 bytes; "
                           "give a plain name", a->embedding_alias);
-    if (!a->model.model && (a->batch || a->groups > 1 || a->alias))
-        return cli_refuse(err, "serve", "--batch, --groups and --alias are for a chat MODEL, and "
-                          "none is given; give MODEL, or leave them out");
+    if (a->batch && a->no_batch)
+        return cli_refuse(err, "serve", "--batch and --no-batch contradict each other; give one "
+                          "(batched decode is the default)");
+    if (!a->model.model && (a->batch || a->no_batch || a->groups > 1 || a->alias))
+        return cli_refuse(err, "serve", "--batch, --no-batch, --groups and --alias are for a "
+                          "chat MODEL, and none is given; give MODEL, or leave them out");
     if (!a->model.model) return FE_EXIT_OK; /* embeddings only */
     if (a->model.random_weights)
         return cli_refuse(err, "serve", "--random-weights has no tokenizer to serve text with; "
@@ -133,9 +142,10 @@ static int check(serve_args *a, FILE *err) {
         return cli_refuse(err, "serve", "--groups %lld is more than --parallel %lld: a group "
                           "would have no slot; give at most %lld groups", (long long)a->groups,
                           (long long)a->parallel, (long long)a->parallel);
-    if (a->batch && (a->parallel + a->groups - 1) / a->groups > FE_LM_BATCH_MAX_SLOTS)
-        return cli_refuse(err, "serve", "--batch --parallel %lld in %lld group%s puts more than %d "
-                          "slots in one batch; give at most %lld slots, or more --groups",
+    if (!a->no_batch && (a->parallel + a->groups - 1) / a->groups > FE_LM_BATCH_MAX_SLOTS)
+        return cli_refuse(err, "serve", "--parallel %lld in %lld group%s puts more than %d slots "
+                          "in one batch (batched decode, the default); give at most %lld slots, "
+                          "more --groups, or --no-batch (the slots then take turns)",
                           (long long)a->parallel, (long long)a->groups, a->groups == 1 ? "" : "s",
                           FE_LM_BATCH_MAX_SLOTS, (long long)a->groups * FE_LM_BATCH_MAX_SLOTS);
     int workers = a->model.threads ? (int)a->model.threads : fe_device_cpus_allowed();
@@ -258,7 +268,7 @@ static int run(serve_args *a, const fe_cli_io *io) {
         .max_tokens = a->max_tokens, .request_seconds = (double)a->request_seconds,
         .client_seconds = (unsigned)a->client_seconds, .max_connections = (unsigned)a->max_connections,
         .pool = {.slots = (int)a->parallel, .ctx = ctx, .chunk = a->chunk, .queue = (int)a->queue,
-                 .batch = a->batch},
+                 .batch = !a->no_batch},
     };
     sigset_t set;
     sigemptyset(&set);
@@ -283,7 +293,7 @@ static int run(serve_args *a, const fe_cli_io *io) {
     if (o.model_id)
         snprintf(chat, sizeof chat, "model \"%s\", %lld slots of %lld rows in %d device group%s%s, "
                  "queue %lld", o.model_id, (long long)a->parallel, (long long)ctx, g.n,
-                 g.n == 1 ? "" : "s", a->batch ? ", batched decode" : "", (long long)a->queue);
+                 g.n == 1 ? "" : "s", a->no_batch ? ", taking turns" : ", batched decode", (long long)a->queue);
     if (enc) snprintf(embed, sizeof embed, "%sembedding model \"%s\"", o.model_id ? "; " : "", o.embedding_model_id);
     fprintf(io->err, "ferrum serve: listening on http://%s:%d (%s%s)\n", a->host, server_port(s), chat, embed);
     fflush(io->err);

@@ -269,11 +269,12 @@ static int on_token(void *user, int32_t tok, const char *text, size_t len) {
     return 0;
 }
 
-/* The prompt's chunks before its last, one per turn (the rows already cached cost nothing);
- * generate then runs the last chunk and reuses the rest. false when the job must stop. */
-static bool prefill_in_turns(slot *s, serve_job *j) {
+/* The prompt's chunks before its last, one per turn, from the first chunk the slot's cache does
+ * not hold (reused: the rows it does, whole chunks); generate then runs the last chunk and
+ * reuses the rest. false when the job must stop. */
+static bool prefill_in_turns(slot *s, serve_job *j, int64_t reused) {
     int64_t chunk = s->pool->o.chunk;
-    for (int64_t n = chunk; n < j->n_ids; n += chunk) {
+    for (int64_t n = (reused / chunk + 1) * chunk; n < j->n_ids; n += chunk) {
         pthread_mutex_lock(&j->mu);
         bool stop = must_stop_locked(j);
         pthread_mutex_unlock(&j->mu);
@@ -402,13 +403,16 @@ static void release_slot(slot *s, serve_job *j) {
 
 static void run_job(slot *s, serve_job *j) {
     fe_lm_stop stop = job_stop(j);
-    bool go_on = prefill_in_turns(s, j);
+    /* the rows cached before this job (generate's own count would hold the turns' chunks) */
+    const int64_t reused = fe_lm_session_reusable(s->s, j->ids, j->n_ids);
+    bool go_on = prefill_in_turns(s, j, reused);
     for (int c = 0; go_on; c++) {
         fe_lm_sampling sp = choice_begin(s, j, c);
         fe_lm_generate_result res;
         turn_take(&s->g->turns);
         fe_status st = fe_lm_session_generate(s->s, j->ids, j->n_ids, &sp, &stop, on_token, s, &res);
         turn_give(&s->g->turns);
+        if (c == 0) res.prompt_reused = reused;
         go_on = choice_end(j, c, st == FE_OK ? NULL : fe_lm_session_message(s->s), &res);
     }
     job_done(s, j);

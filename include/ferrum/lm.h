@@ -267,6 +267,9 @@ FE_API int64_t fe_lm_session_max_seq_len(const fe_lm_session *s);
 /* Bytes the KV caches take (allocated, all rows). */
 FE_API size_t fe_lm_session_kv_bytes(const fe_lm_session *s);
 
+/* The cache rows a prefill of ids[0..n) would reuse: whole chunks of the cached sequence
+ * before the first token that differs, never the last row (it runs again for its logits). */
+FE_API int64_t fe_lm_session_reusable(const fe_lm_session *s, const int32_t *ids, int64_t n);
 /* Runs ids[0..n) as the sequence from position 0, reusing the cache rows of the previous
  * sequence up to the first chunk that differs. *logits (vocab floats, may be NULL) are the
  * last row's, valid until the next call on s. */

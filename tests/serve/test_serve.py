@@ -4,13 +4,14 @@ Python client (streaming and not) and curl (the error cases), one group of claim
 
   test_serve.py GROUP --ferrum build/ferrum --model MODEL.gguf
 
-Groups: api (every endpoint through the openai client, usage counts, prefix reuse, metrics),
-faults (malformed bodies, unknown model, limits, API key, queue full, time limit, slow
-client: each a clean 4xx/5xx naming its rule, and the server keeps serving; a stream queued
-past --client-timeout kept alive), equal (the
-server's tokens equal `ferrum generate`'s for the same prompt and seed, alone and beside
-other requests, over two device groups), disconnect (a client gone mid-stream frees its slot
-at the next step), batch (equal and disconnect again, with --batch), embed (POST
+Groups (api, faults and embed under the default batched decode): api (every endpoint
+through the openai client, usage counts, prefix reuse, metrics), faults (malformed bodies,
+unknown model, limits, API key, queue full, time limit, slow client: each a clean 4xx/5xx
+naming its rule, and the server keeps serving; a stream queued past --client-timeout kept
+alive), equal (the server's tokens equal `ferrum generate`'s for the same prompt and seed,
+alone and beside other requests, over two device groups, with --no-batch: slots taking
+turns), disconnect (a client gone mid-stream frees its slot at the next step, --no-batch),
+batch (equal and disconnect again, batched: the default, and --batch over two groups), embed (POST
 /v1/embeddings beside the chat model and alone: `ferrum embed`'s vectors to the byte, token
 ids, usage, faults; `dimensions` on an EmbeddingGemma folder; --encoder and
 --matryoshka-encoder name the folders).
@@ -179,7 +180,7 @@ def group_api(a):
         claim([ch.index for ch in r.choices] == [0, 1] and all(ch.message.content for ch in r.choices), "n=2")
 
         # a shared prefix is reused from a slot's cache
-        long_system = "You are a careful assistant. " * 40
+        long_system = "You are a careful assistant. " * 50  # past one 256-row chunk
         for q in ("Name a color.", "Name a fruit."):
             r = c.chat.completions.create(model=mid, max_tokens=4, temperature=0,
                                           messages=[{"role": "system", "content": long_system},
@@ -379,9 +380,11 @@ def f32(x):
 
 
 def group_equal(a, *server_args):
-    # by default two device groups (slots 0 and 2 take turns on one device, slot 1 runs beside
-    # them on another, each with half the workers generate uses): the tokens do not change
-    s = Server(a.ferrum, a.model, *(server_args or ("--parallel", "3", "--groups", "2")), "--ctx", "512")
+    # by default two device groups with --no-batch (slots 0 and 2 take turns on one device,
+    # slot 1 runs beside them on another, each with half the workers generate uses): the
+    # tokens do not change
+    s = Server(a.ferrum, a.model, *(server_args or ("--no-batch", "--parallel", "3", "--groups", "2")),
+               "--ctx", "512")
     mid = model_id(a.model)
     try:
         c = s.client()
@@ -607,13 +610,16 @@ def group_embed(a):
 
 
 def group_batch(a):
-    """--batch: three slots decoded by one call a step (GEMVs over the rows) give generate's
-    tokens alone and side by side; a disconnect ends its row at the next step."""
-    group_equal(a, "--batch", "--parallel", "3")
+    """Batched decode (the default; --batch says it explicitly): three slots decoded by one call
+    a step (GEMVs over the rows) give generate's tokens alone and side by side, in one group
+    and in two; a disconnect ends its row at the next step."""
+    group_equal(a, "--parallel", "3")
+    group_equal(a, "--batch", "--parallel", "3", "--groups", "2")
     group_disconnect(a, "--batch")
 
 
-GROUPS = {"api": group_api, "faults": group_faults, "equal": group_equal, "disconnect": group_disconnect,
+GROUPS = {"api": group_api, "faults": group_faults, "equal": group_equal,
+          "disconnect": lambda a: group_disconnect(a, "--no-batch"),
           "batch": group_batch, "embed": group_embed}
 
 

@@ -24,6 +24,9 @@ const char *fe_lm_session_message(const fe_lm_session *s) { return s ? s->err.me
 fe_graph *fe_lm_session_graph(fe_lm_session *s) { return s ? fe_causal_graph(s->c) : NULL; }
 int64_t fe_lm_session_position(const fe_lm_session *s) { return s ? fe_causal_position(s->c) : 0; }
 int64_t fe_lm_session_max_seq_len(const fe_lm_session *s) { return s ? fe_causal_max_seq_len(s->c) : 0; }
+int64_t fe_lm_session_reusable(const fe_lm_session *s, const int32_t *ids, int64_t n) {
+    return s && ids ? fe_causal_reusable(s->c, ids, n) : 0;
+}
 const float *fe_lm_session_logits(const fe_lm_session *s) { return s ? s->logits : NULL; }
 const float *fe_lm_session_token_logits(const fe_lm_session *s) { return s ? s->token_logits : NULL; }
 

@@ -266,6 +266,16 @@ static fe_status prefill_call(fe_causal *m, const int32_t *tokens, int64_t n, in
     return FE_OK;
 }
 
+/* the cached chunks before the first token that differs (the last row must run again for its
+ * logits) */
+int64_t fe_causal_reusable(const fe_causal *m, const int32_t *tokens, int64_t n) {
+    if (n < 1) return 0;
+    int64_t same = 0;
+    while (same < n && same < m->n_history && tokens[same] == m->history[same]) same++;
+    if (same == n) same = n - 1;
+    return same / m->o.chunk * m->o.chunk;
+}
+
 fe_status fe_causal_prompt(fe_causal *m, const int32_t *tokens, int64_t n, const float **logits,
                            int32_t *next) {
     fe_error_clear(&m->err);
@@ -276,11 +286,7 @@ fe_status fe_causal_prompt(fe_causal *m, const int32_t *tokens, int64_t n, const
         if (tokens[i] < 0 || tokens[i] >= m->w->cfg.vocab)
             return fe_error_set(&m->err, FE_E_BOUNDS, "token %d at %lld is outside the vocabulary of "
                                 "%lld", tokens[i], (long long)i, (long long)m->w->cfg.vocab);
-    /* reuse the cached chunks before the first token that differs */
-    int64_t same = 0;
-    while (same < n && same < m->n_history && tokens[same] == m->history[same]) same++;
-    if (same == n) same = n - 1; /* the last row must run again for its logits */
-    int64_t start = same / m->o.chunk * m->o.chunk;
+    const int64_t start = fe_causal_reusable(m, tokens, n);
     m->reused = start;
     for (int64_t pos = start; pos < n; pos += m->o.chunk) {
         int64_t rows = n - pos < m->o.chunk ? n - pos : m->o.chunk;

@@ -90,6 +90,9 @@ fe_status fe_causal_teacher_forced(fe_causal *m, const int32_t *tokens, int64_t 
 int64_t fe_causal_position(const fe_causal *m);
 /* The cache rows the last fe_causal_prompt kept (did not run again), and the cache's rows. */
 int64_t fe_causal_reused(const fe_causal *m);
+/* The rows a prompt of tokens[0..n) would keep from the cache: whole chunks before the first
+ * token that differs from the cached sequence, never the last row (it runs for its logits). */
+int64_t fe_causal_reusable(const fe_causal *m, const int32_t *tokens, int64_t n);
 int64_t fe_causal_max_seq_len(const fe_causal *m);
 fe_graph *fe_causal_graph(fe_causal *m);
 
