@@ -293,7 +293,8 @@ static int run(serve_args *a, const fe_cli_io *io) {
     if (o.model_id)
         snprintf(chat, sizeof chat, "model \"%s\", %lld slots of %lld rows in %d device group%s%s, "
                  "queue %lld", o.model_id, (long long)a->parallel, (long long)ctx, g.n,
-                 g.n == 1 ? "" : "s", a->no_batch ? ", taking turns" : ", batched decode", (long long)a->queue);
+                 g.n == 1 ? "" : "s", a->no_batch ? ", taking turns" : ", batched decode",
+                 (long long)a->queue);
     if (enc) snprintf(embed, sizeof embed, "%sembedding model \"%s\"", o.model_id ? "; " : "", o.embedding_model_id);
     fprintf(io->err, "ferrum serve: listening on http://%s:%d (%s%s)\n", a->host, server_port(s), chat, embed);
     fflush(io->err);

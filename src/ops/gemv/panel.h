@@ -6,7 +6,8 @@
  * panels: per group of 16 rows and per 32-block j, the rows' quants transposed so that 32-bit
  * lane L of vector v holds row 16 g + L's quant bytes 4v..4v+3 (q4: 4 vectors of 64 bytes,
  * the 16 nibble bytes of each row; q8_0: 8 vectors, its 32 int8), then the 16 rows' d (f16),
- * then the 16 m (f16; q4_1, else zeros). A group's blocks lie one after the other, groups one after the
+ * then (q4_1) the 16 m (f16): as many bytes as the stored blocks (q8_0 544, q4_0 288, q4_1
+ * 320 a block of 16 rows). A group's blocks lie one after the other, groups one after the
  * other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
  * lanes are computed and never stored. The panels are either a layout made once per weight
  * (fe_op.layout: a graph's weights, or a caller's constant operand) or, without one, packed
@@ -43,10 +44,15 @@ static inline bool fe_gemv_panel_serves(fe_dtype dt) {
 static inline uint64_t fe_gemv_panel_format(fe_dtype dt) {
     return (uint64_t)FE_LAYOUT_I8_PANELS16 << 8 | (uint64_t)dt;
 }
-/* bytes of one (group, block) of panel: the quant vectors, then d, then m (q4_1; zeros for
- * q4_0 and q8_0), whole cache lines (320 or 576), so no vector load straddles two lines */
+/* bytes of one (group, block) of panel: the quant vectors, then d, then m (q4_1 only). q4_1's
+ * 320 are whole cache lines; q8_0's 544 and q4_0's 288 are not (every other block's vectors
+ * straddle lines), which measured no slower than 576 and 320 with zeros for m at the Llama 3.2
+ * 1B shape's decode (bench_batch_decode, B = 1: 0.96x against 0.94x of panel = 0, the noise),
+ * and keeps the layout at the stored size. */
 static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) { return dt == FE_DTYPE_Q8_0 ? 512 : 256; }
-static inline size_t fe_gemv_panel_block_bytes(fe_dtype dt) { return fe_gemv_panel_qbytes(dt) + 64; }
+static inline size_t fe_gemv_panel_block_bytes(fe_dtype dt) {
+    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q4_1 ? 64 : 32);
+}
 /* bytes of one group's panel (K / 32 blocks), of one matrix's panels (N rows) */
 static inline size_t fe_gemv_panel_group_bytes(fe_dtype dt, int64_t K) {
     return (size_t)(K / 32) * fe_gemv_panel_block_bytes(dt);
