@@ -33,6 +33,11 @@
 #ifndef PANEL_PF
 #define PANEL_PF 12
 #endif
+/* PANEL_PF_BYTES: the kernels prefetch only when a worker's panels of one call are fewer bytes
+ * than this (panel_driver.inc) */
+#ifndef PANEL_PF_BYTES
+#define PANEL_PF_BYTES (1u << 20)
+#endif
 enum { PANEL_ROWS = 16 };
 
 /* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1) */
