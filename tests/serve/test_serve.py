@@ -135,7 +135,7 @@ def group_api(a):
         h = json.loads(body)
         claim(status == 200 and h["status"] == "ok" and h["slots"] == 2, f"/health {body!r}")
 
-        msgs = [{"role": "system", "content": "You are a helpful assistant who answers briefly."},
+        msgs = [{"role": "system", "content": "You are a helpful assistant who answers in one short sentence."},
                 {"role": "user", "content": "What is the capital of France?"}]
         r = c.chat.completions.create(model=mid, messages=msgs, max_tokens=24, temperature=0)
         text = r.choices[0].message.content
