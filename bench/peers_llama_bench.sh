@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/peers_llama_bench.sh: ferrum against llama.cpp's and ik_llama.cpp's llama-bench on one
 # GGUF file, in one run: prefill of 512 tokens and decode of 64, 2 threads, rounds alternating
-# (llama.cpp, ik_llama.cpp with -fa 1 -rtr 1, ferrum with its AVX-512 and its AVX2 kernels) so
+# (llama.cpp, ik_llama.cpp with -fa 1 -rtr 1, ferrum with its AVX-512 kernels where the CPU has
+# them and its AVX2 kernels) so
 # that a change in the machine's state hits all alike. Prints the machine, each round's figures
 # (tok/s) with the load average, then the medians and ferrum's ratios to each peer.
 #
@@ -68,7 +69,7 @@ for r in $(seq "$rounds"); do
   [ -n "${IK_LLAMA_BENCH:-}" ] && peer ik_llama.cpp "$IK_LLAMA_BENCH" -fa 1 -rtr 1
   [ -n "${LLAMA_BENCH_AVX2:-}" ] && peer llama.cpp-avx2 "$LLAMA_BENCH_AVX2"
   [ -n "${IK_LLAMA_BENCH_AVX2:-}" ] && peer ik_llama.cpp-avx2 "$IK_LLAMA_BENCH_AVX2" -fa 1 -rtr 1
-  ours avx512
+  [ "$isa" != avx2 ] && ours avx512   # an AVX2-only CPU has no AVX-512 row
   ours avx2
 done
 python3 - "$rows" <<'PY'
@@ -90,6 +91,7 @@ for n in names:
         cells.append("%8.1f (%s)" % (med[n, k], " ".join("%.0f" % x for x in v)) if v else "-")
     print("%-14s %24s %24s" % (n, cells[0], cells[1]))
 for ours in ("ferrum-avx512", "ferrum-avx2"):
+    if (ours, "pp") not in med: continue
     for peer in ("llama.cpp", "ik_llama.cpp", "llama.cpp-avx2", "ik_llama.cpp-avx2"):
         if (peer, "pp") in med and med[peer, "pp"]:
             print("%s / %s: prefill %.2fx, decode %.2fx" % (ours, peer, med[ours, "pp"] / med[peer, "pp"],

@@ -1,10 +1,11 @@
-/* tests/test_gemm_bf16.c: the prefill GEMM's packed bf16 design (act_bf16, bf16_dot = 1:
- * vdpbf16ps over k-pair panels of 32 rows of B) reads a weight from a layout the plan makes
- * once. A graph lays out the weight its GEMM steps read once for all of them and for all its
- * versions, counts it beside the weights (layout_bytes), and its calls write the bytes the
- * same kernel writes packing B per call; nothing of B past the bound k counts, not even a NaN
- * that the layout holds in the k-pair straddling it. Where the device has no AVX512_BF16 the
- * design does not resolve and nothing is laid out. The sessions of one model share its
+/* tests/test_gemm_bf16.c: the prefill GEMM over a bf16 weight reads it from a layout the plan
+ * makes once, k-pair panels of 32 rows of B: the packed bf16 design (act_bf16, bf16_dot = 1:
+ * vdpbf16ps) where the device has AVX512_BF16, else the f32 path widening its B panels from
+ * the same layout (b_panels = 1, AVX2 and AVX-512). A graph lays out the weight its GEMM steps
+ * read once for all of them and for all its versions, counts it beside the weights
+ * (layout_bytes), and its calls write the bytes the same kernel writes packing B per call;
+ * nothing of B past the bound k counts, not even a NaN that the layout holds in the k-pair
+ * straddling it. The scalar kernel reads B as stored: nothing is laid out. The sessions of one model share its
  * layouts: a second session adds none. (The catalog compares every case's run from its
  * layouts with the run without, byte for byte, on every width.) */
 #include <math.h>
@@ -32,7 +33,10 @@ static bool has_bf16_dot(void) {
     return d->isa >= FE_ISA_AVX512 && d->features.avx512bf16;
 }
 
-/* the packed design's bytes for an (N, K) weight: 32-row panels, k-pairs */
+/* whether the GEMM reads the weight from its layout here: both bf16 designs on AVX2 and up */
+static bool has_layout(void) { return fe_device_get_info(test_dev)->isa >= FE_ISA_AVX2; }
+
+/* the layout's bytes for an (N, K) weight: 32-row panels, k-pairs */
 static size_t panel_bytes(void) { return (size_t)((N + 31) / 32 * 32) * ((K + 1) / 2) * 4; }
 
 static void draw(void *mem, fe_dtype dt, int64_t n, uint64_t seed) {
@@ -108,7 +112,7 @@ static void a_graph_lays_out_a_weight_once_for_every_step_and_version(void **s) 
     fe_graph_stats st = fe_graph_get_stats(g);
     assert_int_equal(st.versions, 2);
     /* four steps read w (two a version); one layout serves them */
-    assert_int_equal(st.layout_bytes, has_bf16_dot() ? panel_bytes() : 0);
+    assert_int_equal(st.layout_bytes, has_layout() ? panel_bytes() : 0);
     fe_graph_destroy(g);
     free(w);
 }
@@ -138,7 +142,7 @@ static void nothing_past_k_counts_not_even_a_nan_in_the_layout(void **s) {
     ops[4].data = y[1];
     assert_int_equal(fe_kernel_run(k, ops, 5, vals, 2), FE_OK);
     size_t bytes = fe_kernel_layout_bytes(k, 1, NULL);
-    assert_int_equal(bytes, has_bf16_dot() ? panel_bytes() : 0);
+    assert_int_equal(bytes, has_layout() ? panel_bytes() : 0);
     if (bytes) {
         void *lay[5] = {NULL, fe_aligned_alloc(64, bytes)};
         assert_int_equal(fe_kernel_make_layout(k, 1, &ops[1], lay[1]), FE_OK);
@@ -172,7 +176,8 @@ static void sessions_of_one_model_share_its_layouts(void **s) {
     fe_lm_model *m = NULL;
     if (fe_lm_model_open(dir, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
     /* the layers' matrices, each in 32-row panels of k-pairs, read by the prefill's GEMMs
-     * (bf16 dot) and the decode's GEMVs (panel, every AVX2 and AVX-512 device) in one copy; and
+     * (bf16 dot, or the f32 path widening from them) and the decode's GEMVs (panel, every AVX2
+     * and AVX-512 device) in one copy; and
      * the head (the tied embedding), read by the GEMVs alone */
     const int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim, h = c.hidden;
     const int64_t nk[7][2] = {{q, h}, {kv, h}, {kv, h}, {h, q}, {c.ffn, h}, {c.ffn, h}, {h, c.ffn}};

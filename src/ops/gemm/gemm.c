@@ -84,7 +84,10 @@ static const fe_tunable_decl tunables[] = {
                    "packed per call from the weight's GEMV panel layout (ops/gemv/panel.h: "
                    "16 rows' quants transposed per block, made once; the decode's GEMV panel = "
                    "1 reads the same copy), 0 = packed from B's rows as stored; the same "
-                   "words either way (resolve sets 1 where it serves and turns it off "
+                   "words either way. bf16 B with bf16_dot = 0 (AVX2, AVX-512 without "
+                   "avx512bf16): 1 = B's f32 panels widened per call from the k-pair layout "
+                   "of 32 rows that the decode's GEMV panel = 1 reads, 0 = from B's rows; "
+                   "the same floats (resolve sets 1 where it serves and turns it off "
                    "elsewhere)"},
 };
 
@@ -225,10 +228,10 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GM_DOT8] = vnni;
         c->tunable_set[GM_DOT8] = true;
     }
-    if (!gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype, c->dev->isa) ||
-        !c->tunable_set[GM_PANELS]) {
-        c->tunables[GM_PANELS] =
-            gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype, c->dev->isa);
+    const bool panels = gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype,
+                                        c->dev->isa, (int)c->tunables[GM_DOT]);
+    if (!panels || !c->tunable_set[GM_PANELS]) {
+        c->tunables[GM_PANELS] = panels;
         c->tunable_set[GM_PANELS] = true;
     }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
@@ -420,13 +423,15 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
 static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
     if (operand != GM_B) return 0;
     const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
-    if (d->tunables[GM_PANELS] &&
-        gm_panels_serve(d->params[GM_P_INT8] != 0, d->dtypes[GM_B], d->isa)) {
+    const bool panels = d->tunables[GM_PANELS] &&
+                        gm_panels_serve(d->params[GM_P_INT8] != 0, d->dtypes[GM_B], d->isa,
+                                        (int)d->tunables[GM_DOT]);
+    if (panels && d->dtypes[GM_B] != FE_DTYPE_BF16) {
         *format = fe_gemv_panel_format(d->dtypes[GM_B]);
         return fe_gemv_panel_matrix_bytes(d->dtypes[GM_B], N, K);
     }
-    if (d->isa != FE_ISA_AVX512 || d->params[GM_P_BF16] == 0 ||
-        d->tunables[GM_DOT] != GM_DOT_PACKED)
+    if (!panels && (d->isa != FE_ISA_AVX512 || d->params[GM_P_BF16] == 0 ||
+                    d->tunables[GM_DOT] != GM_DOT_PACKED))
         return 0;
     *format = GM_LAYOUT_BF16_PAIRS;
     return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *
@@ -438,9 +443,9 @@ static void layout_make(const fe_args *a, const fe_design *d, int operand, void 
     (void)operand;
     const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
     int64_t p0, p1;
-    if (d->tunables[GM_PANELS] &&
-        gm_panels_serve(d->params[GM_P_INT8] != 0, d->dtypes[GM_B], d->isa)) {
-        const fe_dtype dt = d->dtypes[GM_B];
+    const fe_dtype dt = d->dtypes[GM_B];
+    if (d->tunables[GM_PANELS] && dt != FE_DTYPE_BF16 &&
+        gm_panels_serve(d->params[GM_P_INT8] != 0, dt, d->isa, (int)d->tunables[GM_DOT])) {
         const size_t gb = fe_gemv_panel_group_bytes(dt, K);
         fe_split((N + PANEL_ROWS - 1) / PANEL_ROWS, ith, nth, 1, &p0, &p1);
         for (int64_t g = p0; g < p1; g++)
@@ -448,8 +453,10 @@ static void layout_make(const fe_args *a, const fe_design *d, int operand, void 
                                (unsigned char *)dst + (size_t)g * gb);
         return;
     }
+    /* bf16 k-pairs: the GEMV's maker on AVX2 (no AVX-512 build there), the same words */
     fe_split((N + GM_NR_AVX512 - 1) / GM_NR_AVX512, ith, nth, 1, &p0, &p1);
-    fe_gemm_dot_layout(a->t[GM_B].data, N, K, p0, p1, dst);
+    if (d->isa >= FE_ISA_AVX512) fe_gemm_dot_layout(a->t[GM_B].data, N, K, p0, p1, dst);
+    else fe_gemv_bf16_pairs_layout(a->t[GM_B].data, N, K, p0, p1, dst);
 }
 
 /* Packed A, packed B (and decoded quant rows) per worker, at the kernel's extents, in 4-byte

@@ -89,11 +89,15 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_NR_I8_AVX2 8
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
-/* whether b_panels = 1 serves: act_int8 over q8_0, q4_0 or q4_1 on AVX2 or AVX-512 (the
- * scalar kernel dots B's rows as stored) */
-static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa) {
-    return act_int8 && isa >= FE_ISA_AVX2 &&
-           (b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1);
+/* whether b_panels = 1 serves, on AVX2 or AVX-512 (the scalar kernel reads B's rows as
+ * stored): act_int8 over q8_0, q4_0 or q4_1 (B's int8 panels packed from the GEMV's panel
+ * layout), or bf16 B on the f32 path, bf16_dot = 0 (B's f32 panels widened from the k-pair
+ * layout, FE_LAYOUT_BF16_PAIRS32, that the decode's GEMV panel = 1 reads: one copy of the
+ * weight where the CPU has no bf16 dot product) */
+static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf16_dot) {
+    if (isa < FE_ISA_AVX2) return false;
+    if (act_int8) return b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1;
+    return b == FE_DTYPE_BF16 && bf16_dot == GM_DOT_OFF;
 }
 
 /* act_int8 over q5_0, q4_k and q6_k (kquant.inc): rows of A x columns of C per register
