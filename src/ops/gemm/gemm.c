@@ -87,8 +87,9 @@ static const fe_tunable_decl tunables[] = {
                    "words either way. bf16 B with bf16_dot = 0 (AVX2, AVX-512 without "
                    "avx512bf16): 1 = B's f32 panels widened per call from the k-pair layout "
                    "of 32 rows that the decode's GEMV panel = 1 reads, 0 = from B's rows; "
-                   "the same floats (resolve sets 1 where it serves and turns it off "
-                   "elsewhere)"},
+                   "the same floats (resolve sets 1 for bf16 where it serves, for act_int8 "
+                   "where the decode's GEMV reads panels by default: q4_1, q4_0, and q8_0 on "
+                   "AVX-512; off where it does not serve)"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -231,7 +232,11 @@ static void resolve(fe_op_ctx *c) {
     const bool panels = gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype,
                                         c->dev->isa, (int)c->tunables[GM_DOT]);
     if (!panels || !c->tunable_set[GM_PANELS]) {
-        c->tunables[GM_PANELS] = panels;
+        /* act_int8: 1 exactly where the decode's GEMV reads the panels by default, so the
+         * weight keeps one form (q8_0 on AVX2: both read the rows as stored) */
+        c->tunables[GM_PANELS] =
+            panels && (c->operands[GM_B].dtype == FE_DTYPE_BF16 ||
+                       fe_gemv_panel_default(c->operands[GM_B].dtype, c->dev->isa));
         c->tunable_set[GM_PANELS] = true;
     }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
@@ -612,6 +617,11 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     {.name = "q4_1/int8_madd", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    /* q8_0 from the GEMV's panels pinned, so an AVX2 machine (rows by default) checks it */
+    {.name = "q8_0/int8_panels", SHAPE(29, 65, 736), I8, .absent = NO_RES,
+     .tunables = {{"b_panels", 1}}, .n_tunables = 1},
+    {.name = "q8_0/int8_panels_madd", SHAPE(7, 33, 96), I8, .absent = PLAIN,
+     .tunables = {{"b_panels", 1}, {"int8_dot", 0}}, .n_tunables = 2},
     /* act_int8 over q5_0 / q4_k / q6_k (kquant.inc: AVX-512 6 x 32 tiles, AVX2 4 x 8, the
      * sums by VNNI where the device has it): M 1..a chunk, K whole scale blocks (256 for the
      * K types) over one K block, a K block and its tail, and three K blocks (KC 512: 1280 is

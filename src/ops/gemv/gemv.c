@@ -202,10 +202,10 @@ static fe_status infer(fe_op_ctx *c) {
  * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
     /* the panel designs, where they serve (bf16; act_int8 q8_0, q4_0, q4_1), off elsewhere;
-     * act_int8 by default: q4_1 everywhere (measured faster at B = 1 and 1.6-1.9x at B = 8),
-     * q8_0 and q4_0 on AVX2 and AVX-512, where the act_int8 GEMM of a prefill reads its B
-     * from the same layout (gemm b_panels), so the weight has one copy (q8_0: at parity at
-     * B = 1 on a quiet host, faster from B = 2). docs/performance.md */
+     * act_int8 by default as fe_gemv_panel_default says (the act_int8 GEMM of a prefill reads
+     * its B from the same layout exactly then, gemm b_panels, so the weight has one copy;
+     * q8_0 on AVX-512: at parity at B = 1 on a quiet host, faster from B = 2; on AVX2 the
+     * row kernel, 1.2x faster at B = 1 on a Zen 3). docs/performance.md */
     const fe_dtype wdt = c->operands[GEMV_W].dtype;
     /* bf16: rank-2 W on the avx2 and avx512 kernels (panels.inc), 1 by default: the decode
      * step of the Llama 3.2 1B shape 1.3-2.2x faster (docs/performance.md) */
@@ -216,7 +216,7 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GEMV_PANEL] =
             c->tunable_set[GEMV_PANEL]
                 ? 0
-                : bf16 || (panel && (wdt == FE_DTYPE_Q4_1 || c->dev->isa >= FE_ISA_AVX2));
+                : bf16 || (panel && fe_gemv_panel_default(wdt, c->dev->isa));
         c->tunable_set[GEMV_PANEL] = true;
     }
     if (!c->tunable_set[GEMV_RPS]) {

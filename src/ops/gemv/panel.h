@@ -44,6 +44,18 @@ enum { PANEL_ROWS = 16 };
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
     return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1;
 }
+/* whether act_int8 W of dtype dt is read as panels by default, by the decode's GEMV and the
+ * prefill's GEMM alike (GEMV panel, GEMM b_panels), so that the weight keeps one form: q4_1
+ * everywhere (faster at B = 1, 1.6-1.9x at B = 8), q4_0 on AVX2 and AVX-512, q8_0 on AVX-512
+ * only. q8_0's AVX2 panel kernel transfers the sign of every weight byte (vpsignb) and takes
+ * its absolute value a block and 16 rows at a time: on an AVX2-only Zen 3 the Llama 3.2 1B
+ * shape's decode ran 7.3-7.8 tok/s with it against 9.0-9.6 with the row kernel (alternated),
+ * so there both ops read the rows as stored. (docs/performance.md) */
+static inline bool fe_gemv_panel_default(fe_dtype dt, fe_isa isa) {
+    if (dt == FE_DTYPE_Q4_1) return true;
+    if (dt == FE_DTYPE_Q4_0) return isa >= FE_ISA_AVX2;
+    return dt == FE_DTYPE_Q8_0 && isa >= FE_ISA_AVX512;
+}
 /* the layout format of W's panels (fe_op.layout): the GEMV's and the act_int8 GEMM's, which
  * reads its B panels from them (one copy of the weight for the prefill and the decode) */
 static inline uint64_t fe_gemv_panel_format(fe_dtype dt) {
