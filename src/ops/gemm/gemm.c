@@ -424,7 +424,10 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
  *   (bf16dot.inc), B's own bytes with N rounded up to whole panels and K to whole pairs;
  * - b_panels = 1 (act_int8, q8_0 / q4_0 / q4_1, AVX2 or AVX-512): the GEMV's panel layout of
  *   the same weight (fe_gemv_panel_format), from which int8.inc packs its B panels per call.
- *   The two ops name one format, so a graph keeps one copy for the prefill and the decode. */
+ *   The two ops name one format, so a graph keeps one copy for the prefill and the decode;
+ * - b_panels = 1 over bf16 B on the f32 path (bf16_dot = 0: AVX2, AVX-512 without
+ *   avx512bf16): the same k-pair panels as bf16_dot = 1's, which the decode's GEMV panel = 1
+ *   reads too, widened to the f32 panels per call (kernels.inc, gm_pack_b_from_pairs). */
 static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t *format) {
     if (operand != GM_B) return 0;
     const int64_t N = a->ext[GM_N], K = a->ext[GM_K];
