@@ -5,9 +5,9 @@
  * read once for all of them and for all its versions, counts it beside the weights
  * (layout_bytes), and its calls write the bytes the same kernel writes packing B per call;
  * nothing of B past the bound k counts, not even a NaN that the layout holds in the k-pair
- * straddling it. The scalar kernel reads B as stored: nothing is laid out. The sessions of one model share its
- * layouts: a second session adds none. (The catalog compares every case's run from its
- * layouts with the run without, byte for byte, on every width.) */
+ * straddling it. The scalar kernel reads B as stored: nothing is laid out. The sessions of
+ * one model share its layouts: a second session adds none. (The catalog compares every
+ * case's run from its layouts with the run without, byte for byte, on every width.) */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,8 +177,8 @@ static void sessions_of_one_model_share_its_layouts(void **s) {
     if (fe_lm_model_open(dir, &o, &m, &err) != FE_OK) fail_msg("%s", err.message);
     /* the layers' matrices, each in 32-row panels of k-pairs, read by the prefill's GEMMs
      * (bf16 dot, or the f32 path widening from them) and the decode's GEMVs (panel, every AVX2
-     * and AVX-512 device) in one copy; and
-     * the head (the tied embedding), read by the GEMVs alone */
+     * and AVX-512 device) in one copy; and the head (the tied embedding), read by the GEMVs
+     * alone */
     const int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim, h = c.hidden;
     const int64_t nk[7][2] = {{q, h}, {kv, h}, {kv, h}, {h, q}, {c.ffn, h}, {c.ffn, h}, {h, c.ffn}};
     size_t want = 0;

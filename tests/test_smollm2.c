@@ -574,11 +574,11 @@ static int same_prefix(const int32_t *a, const int32_t *b, int n) {
  * < 1e-4). The default's int8 activations do not decide a tie of 0.09 the same way on every
  * ISA: a change of 1e-6 in attention moves one activation across a rounding step, and the
  * margin with it. Measured: "L" over "The" by 0.35 (avx512, Zen 4), 0.31 (avx2 before the
- * row-blocked causal attention, 1578059), -0.050 (avx2 since, on a Zen 3), 0.185 (scalar). So the
- * default's margin must be llama.cpp's int8 margin within MARGIN8_SPREAD, and the default must
- * follow llama.cpp's int8 greedy run at least as far as a model with the f32 prefill and the
- * int8 decode does. */
-enum { MARGIN8_SPREAD_CENTI = 50 }; /* 0.5 logit: 0.22 and 0.14 are measured above */
+ * row-blocked causal attention, 1578059), -0.050 (avx2 since, on a Zen 3), 0.185 (scalar).
+ * So the default's margin must be llama.cpp's int8 margin within margin8_spread, and the
+ * default must follow llama.cpp's int8 greedy run at least as far as a model with the f32
+ * prefill and the int8 decode does. */
+static const double margin8_spread = 0.5; /* logit: 0.22 and 0.14 are measured above */
 
 /* llama.cpp's logit of a over b at position p of run r (the difference of their logprobs),
  * where both are among the fixture's top k */
@@ -588,7 +588,8 @@ static double ref_margin(const ref_run *r, int p, int32_t a, int32_t b) {
         if (r->pos[p].id[i] == a) la = r->pos[p].lp[i];
         if (r->pos[p].id[i] == b) lb = r->pos[p].lp[i];
     }
-    if (isnan(la) || isnan(lb)) fail_msg("the fixture's top %d at %d lacks %d or %d", S.ref.k, p, a, b);
+    if (isnan(la) || isnan(lb))
+        fail_msg("the fixture's top %d at %d lacks %d or %d", S.ref.k, p, a, b);
     return la - lb;
 }
 
@@ -624,7 +625,7 @@ static void int8_prefill_greedy_follows_llama_cpp_int8(void **state) {
                   with_mixed);
     assert_int_not_equal(q->ids[np], f->ids[np]); /* the fixture's near tie */
     assert_int_equal(got_f32[0], f->ids[np]);
-    assert_true(fabs(margin8 - ref8) <= MARGIN8_SPREAD_CENTI / 100.0);
+    assert_true(fabs(margin8 - ref8) <= margin8_spread);
     assert_true(with8 >= with_mixed);
 }
 /* The final norm scaled by 1.05 (logits about 5% sharper): a small, real error the f32 run's

@@ -438,9 +438,9 @@ static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t
         *format = fe_gemv_panel_format(d->dtypes[GM_B]);
         return fe_gemv_panel_matrix_bytes(d->dtypes[GM_B], N, K);
     }
-    if (!panels && (d->isa != FE_ISA_AVX512 || d->params[GM_P_BF16] == 0 ||
-                    d->tunables[GM_DOT] != GM_DOT_PACKED))
-        return 0;
+    const bool dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0 &&
+                     d->tunables[GM_DOT] == GM_DOT_PACKED;
+    if (!panels && !dot) return 0; /* bf16 k-pairs for either, else none */
     *format = GM_LAYOUT_BF16_PAIRS;
     return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *
            (size_t)((K + 1) / 2) * 4;
