@@ -18,7 +18,10 @@
  *   3. the CPU share other processes took during the run.
  * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
  * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
- * its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak.
+ * its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak. A q8_0
+ * case without VNNI multiplies int8 by int8, which that path does by sign transfer (one
+ * vpsignb more a product): it is judged against the int8 x int8 peak of those four
+ * operations (fe_int8_sign_peak), and its note gives both percentages.
  * Usage: bench_gemm [--cpu-time] [TEXT] runs only the cases whose name contains TEXT;
  * --cpu-time times by the process's CPU time (peaks too) and skips OpenBLAS: on a shared host,
  * with FERRUM_WORKERS=1 (the process clock sums other threads' time only at scheduler events,
@@ -119,8 +122,8 @@ static bool cpu_time;
  * packs it per run. Returns the bf16_dot the kernel ran (-1 when it was not made);
  * *laid_out: whether some input was read from a layout. */
 static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot_choice,
-                      bool layouts, double *peak, double *dot_peak, double *i8_peak, tally *tl,
-                      bool *laid_out) {
+                      bool layouts, double *peak, double *dot_peak, double *i8_peak,
+                      double *i8s_peak, tally *tl, bool *laid_out) {
     *laid_out = false;
     /* the peak again, right before the case: a neighbour that held a core while it was first
      * measured would otherwise flatter every % of it */
@@ -157,6 +160,12 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     if (i8) {
         fe_int8_peak(dev, 3, &again, &again_med, &lanes, &vnni);
         if (again > *i8_peak) *i8_peak = again;
+    }
+    /* q8_0 by sign transfer: int8_dot 0 over a signed B */
+    const bool sign = i8 && ops[1].dtype == FE_DTYPE_Q8_0 && fe_kernel_tunable(k, "int8_dot") == 0;
+    if (sign) {
+        fe_int8_sign_peak(dev, 3, &again, &again_med);
+        if (again > *i8s_peak) *i8s_peak = again;
     }
     bool ok = true;
     for (int i = 0; i < op->n_operands && ok; i++) {
@@ -223,6 +232,8 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
             double gm = median_of(g, runs), pm = median_of(p, runs), rm = median_of(ratio, runs);
             double pct = *peak > 0 ? gm / *peak : 0, dpct = *dot_peak > 0 ? gm / *dot_peak : 0;
             double ipct = *i8_peak > 0 ? gm / *i8_peak : 0;
+            const double spct = *i8s_peak > 0 ? gm / *i8s_peak : 0;
+            if (sign) ipct = spct;
             bool pk = (dot ? dpct : i8 ? ipct : pct) >= PEAK_TARGET;
             bool pr = !cpu_time && rm >= PEER_TARGET;
             tl->peak_ok += pk;
@@ -234,9 +245,13 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
                               : *laid_out  ? "packed, B from its layout, made once"
                                            : "packed, B packed per call",
                               100 * dpct);
-            if (i8) snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld: %.1f%% of "
-                             "the int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"),
-                             100 * ipct);
+            if (i8 && !sign)
+                snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld: %.1f%% of the "
+                         "int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"), 100 * ipct);
+            if (sign)
+                snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot 0, q8_0 by sign "
+                         "transfer: %.1f%% of the int8 x int8 peak, %.1f%% of the int8 peak)",
+                         100 * spct, *i8_peak > 0 ? 100 * gm / *i8_peak : 0);
             printf("  %-21s %4lld x %5lld x %5lld  %7.1f (%6.1f..%6.1f)  %5.1f%% %-5s  %7.1f "
                    "(%6.1f..%6.1f)  %5.2f %-5s  MC=%lld NC=%lld KC=%lld%s\n",
                    c->name, (long long)M, (long long)N, (long long)K, gm, min_of(g, runs),
@@ -346,12 +361,19 @@ int main(int argc, char **argv) {
     int i8_lanes;
     bool vnni;
     fe_int8_peak(dev, PEAK_REPEATS, &i8_peak, &i8_med, &i8_lanes, &vnni);
+    double i8s_peak = 0, i8s_med = 0;
+    if (!vnni) fe_int8_sign_peak(dev, PEAK_REPEATS, &i8s_peak, &i8s_med);
     if (i8_lanes)
         printf("int8 peak: %d workers x %s: best %.1f G int8 ops/s (2 per multiply-add; %.1f "
                "per worker), median %.1f, %.2f x the FMA peak\n", info->n_workers,
                vnni ? "16 chains of vpdpbusd (16 lanes x 4 products)"
                     : "12 chains of vpmaddubsw + vpmaddwd + vpaddd (8 lanes x 4 products)",
                i8_peak, i8_peak / info->n_workers, i8_med, peak > 0 ? i8_peak / peak : 0);
+    if (i8s_peak > 0)
+        printf("int8 x int8 peak (q8_0 without VNNI): %d workers x 12 chains of vpsignb + "
+               "vpmaddubsw + vpmaddwd + vpaddd: best %.1f G int8 ops/s (%.1f per worker), "
+               "median %.1f, %.2f x the int8 peak\n", info->n_workers, i8s_peak,
+               i8s_peak / info->n_workers, i8s_med, i8_peak > 0 ? i8s_peak / i8_peak : 0);
     if (dot_lanes)
         printf("bf16 dot peak: %d workers x 16 chains of vdpbf16ps (16 lanes x 2 products): "
                "best %.1f GFLOP/s (%.1f per worker), median %.1f, %.2f x the FMA peak\n",
@@ -380,24 +402,27 @@ int main(int argc, char **argv) {
     for (int j = 0; j < op->n_cases; j++) {
         if (!op->cases[j].bench || (only && !strstr(op->cases[j].name, only))) continue;
         bool laid, other_laid;
-        int ran = bench_case(dev, op, &op->cases[j], -1, true, &peak, &dot_peak, &i8_peak, &tl,
+        int ran = bench_case(dev, op, &op->cases[j], -1, true, &peak, &dot_peak, &i8_peak, &i8s_peak, &tl,
                              &laid);
         /* the same design packing B per call, as a kernel run alone does */
         if (laid)
-            bench_case(dev, op, &op->cases[j], ran, false, &peak, &dot_peak, &i8_peak, &tl,
+            bench_case(dev, op, &op->cases[j], ran, false, &peak, &dot_peak, &i8_peak, &i8s_peak, &tl,
                        &other_laid);
         for (int ch = 0; ran >= 1 && dot_t >= 0 && ch < op->tunables[dot_t].domain.n_choices;
              ch++) {
             int other = (int)op->tunables[dot_t].domain.choices[ch];
             if (other >= 1 && other != ran)
                 bench_case(dev, op, &op->cases[j], other, true, &peak, &dot_peak, &i8_peak,
-                           &tl, &other_laid);
+                           &i8s_peak, &tl, &other_laid);
         }
     }
     if (lanes) printf("  (FMA peak, re-measured before each case, best of all: %.1f GFLOP/s)\n", peak);
     if (i8_lanes)
         printf("  (int8 peak, re-measured before each act_int8 case, best of all: %.1f G ops/s)\n",
                i8_peak);
+    if (i8s_peak > 0)
+        printf("  (int8 x int8 peak, re-measured before each q8_0 case without VNNI, best of "
+               "all: %.1f G ops/s)\n", i8s_peak);
     if (dot_lanes)
         printf("  (bf16 dot peak, re-measured before each bf16_dot case, best of all: %.1f "
                "GFLOP/s)\n", dot_peak);

@@ -125,6 +125,37 @@ __attribute__((target("avx2"))) static void peak_maddubs(void *ctx, int ith, int
 #undef SUM
 }
 
+/* The same 12 chains for int8 x int8 (q8_0 B without VNNI): vpsignb moves the B vector's
+ * signs onto the broadcast A quad, then vpmaddubsw of |B| (loaded, as act_int8 takes it once
+ * per B vector for a tile's rows) and that, vpmaddwd, vpaddd: the four operations a q8_0
+ * product takes on that path, where q4's u8 B takes three. */
+__attribute__((target("avx2"))) static void peak_maddubs_sign(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    _Alignas(32) int8_t src[24 * 32];
+    for (int i = 0; i < 24 * 32; i++) src[i] = (int8_t)(i % 2 ? i % 7 + 1 : -(i % 5) - 1);
+    const __m256i *w = (const __m256i *)src;
+    const __m256i x = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+#define DECL(i) __m256i a##i = _mm256_set1_epi32(i);
+#define STEP(i)                                                                            \
+    a##i = _mm256_add_epi32(                                                               \
+        a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_load_si256(w + 12 + (i)),       \
+                                                     _mm256_sign_epi8(x, _mm256_load_si256(w + (i)))), \
+                                one));
+#define SUM(i) t = _mm256_add_epi32(t, a##i);
+    CHAINS12(DECL)
+    for (long r = 0; r < c->iters; r++) {
+        __asm__ volatile("" : "+r"(w) : : "memory"); /* the products are not hoisted */
+        CHAINS12(STEP)
+    }
+    __m256i t = _mm256_setzero_si256();
+    CHAINS12(SUM)
+    c->sink[ith % 64] = (float)_mm256_extract_epi32(t, 0);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -188,4 +219,11 @@ void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int
     if (!*lanes) return;
     measure(dev, *vnni ? peak_vnni : peak_maddubs, 2.0 * *lanes * 4.0 * (*vnni ? 16.0 : 12.0),
             repeats, best, median);
+}
+
+void fe_int8_sign_peak(fe_device *dev, int repeats, double *best, double *median) {
+    const fe_device_info *info = fe_device_get_info(dev);
+    *best = *median = 0;
+    if (info->isa < FE_ISA_AVX2 || !info->features.avx2) return;
+    measure(dev, peak_maddubs_sign, 2.0 * 8 * 4.0 * 12.0, repeats, best, median);
 }

@@ -21,6 +21,11 @@ void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double 
 void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,
                   bool *vnni);
 
+/* The int8 x int8 peak without VNNI, as fe_int8_peak counts it: 12 chains of vpsignb +
+ * vpmaddubsw + vpmaddwd + vpaddd (8 lanes x 4 products), the sign transfer act_int8 runs
+ * for q8_0 B on AVX2 (a signed B has no u8 operand for vpmaddubsw); 0 without AVX2. */
+void fe_int8_sign_peak(fe_device *dev, int repeats, double *best, double *median);
+
 /* fe_peak_cpu_time(true): the peaks above (and fe_peak_clock_s) time by this process's CPU
  * time instead of the wall clock, each figure then the rate of the workers while they ran
  * (ops / CPU seconds x workers): on a host shared with other jobs, what a quiet machine
