@@ -241,6 +241,49 @@ static void a_second_tune_of_the_same_key_is_a_cache_hit(void **s) {
     fe_tune_result_destroy(r);
 }
 
+/* recheck_unreliable (tune MODEL's second pass): a cached unreliable figure is measured
+ * again, not reused, and the figure kept is never above the cached one (the lower median of
+ * the two); a reliable cached figure stays a hit. */
+static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
+    (void)s;
+    fe_setting set[] = {{"cols", 40}};
+    fe_tune_request req = {.op = "Softmax", .settings = set, .n_settings = 1};
+    fe_tune_options o = quick();
+    fe_tune_result *first = NULL, *r = NULL;
+    fe_error err;
+    o.max_spread = -1; /* every figure refused: each one stored unreliable */
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &first, &err), FE_OK);
+    o.recheck_unreliable = true, o.attempts = 1; /* still refused: kept unreliable */
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    int candidates = 0;
+    for (int i = 0; i < fe_tune_result_count(r); i++) {
+        const fe_tune_row *a = fe_tune_result_row(first, i), *b = fe_tune_result_row(r, i);
+        if (b->verdict != FE_TUNE_CANDIDATE) continue;
+        candidates++;
+        assert_false(b->cached); /* measured again */
+        assert_false(b->cost.reliable);
+        assert_true(b->cost.median_ns <= a->cost.median_ns);
+        if (!strstr(b->reason, "unreliable, measured twice: "))
+            fail_msg("row %d's reason: \"%s\"", i, b->reason);
+    }
+    assert_true(candidates >= 2);
+    fe_tune_result_destroy(r);
+    fe_tune_result_destroy(first);
+    /* reliable figures (a spread bound nothing exceeds) are hits under recheck */
+    o = quick();
+    o.max_spread = 1e9, o.remeasure = true;
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &first, &err), FE_OK);
+    o.remeasure = false, o.recheck_unreliable = true;
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    for (int i = 0; i < fe_tune_result_count(r); i++) {
+        const fe_tune_row *b = fe_tune_result_row(r, i);
+        if (b->verdict == FE_TUNE_CANDIDATE && fe_tune_result_row(first, i)->cost.reliable)
+            assert_true(b->cached);
+    }
+    fe_tune_result_destroy(r);
+    fe_tune_result_destroy(first);
+}
+
 static void gate_refuses_bit_changes_where_tol_is_0(void **s) {
     (void)s;
     fe_op exact = *fe_op_find("Copy");
@@ -528,6 +571,7 @@ int main(void) {
         cmocka_unit_test(tune_lists_the_default_and_each_searched_value_not_the_held),
         cmocka_unit_test(small_domains_are_searched_jointly),
         cmocka_unit_test(a_second_tune_of_the_same_key_is_a_cache_hit),
+        cmocka_unit_test(an_unreliable_figure_is_measured_again_on_recheck),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
         cmocka_unit_test(cache_keys_on_design_values_and_input),

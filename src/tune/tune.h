@@ -39,7 +39,7 @@ bool fe_tune_gate(const fe_op *op, const fe_gate_output *outs, int n, char *why,
  * case's range or the operand's, block dtypes quantised from them, integers in the operand's
  * declared range, kept below the extent its draw_below names: ext may be NULL), outputs
  * zeroed. */
-enum { FE_TUNE_MAX_COPIES = 64 };
+enum { FE_TUNE_MAX_COPIES = 4096 };
 
 typedef struct fe_tune_buffers {
     fe_tensor t[FE_MAX_OPERANDS];
@@ -48,9 +48,9 @@ typedef struct fe_tune_buffers {
     int n;
     uint64_t input_hash; /* of every input's bytes (and whether they are spread) */
     /* fe_tune_buffers_spread: copies of the inputs (set 0 is t) that timed runs rotate
-     * through, the outputs shared */
-    fe_tensor sets[FE_TUNE_MAX_COPIES][FE_MAX_OPERANDS];
-    void *copy_mem[FE_TUNE_MAX_COPIES];
+     * through, the outputs shared; sets [n_sets][operand] and the copies' bytes on the heap */
+    fe_tensor (*sets)[FE_MAX_OPERANDS];
+    char *copies;
     int n_sets, next_set;
 } fe_tune_buffers;
 

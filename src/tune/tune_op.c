@@ -154,8 +154,8 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
         fe_cost_key key = {.design = fe_kernel_design_key(k), .n_values = op->n_values,
                            .input_hash = b->input_hash ^ laid};
         memcpy(key.values, vals, (size_t)op->n_values * sizeof *vals);
-        fe_cost_figure f;
-        bool hit = false;
+        fe_cost_figure f, before = {0};
+        bool hit = false, recheck = false;
         fe_error cerr;
         /* a point whose values an earlier point had (work that does not follow the call's
          * words) costs what that point cost: measured once */
@@ -171,8 +171,12 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                 layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
                 return fe_error_set(err, st, "%s", cerr.message);
             }
-            if (hit && !f.reliable) /* reused, said so: --remeasure measures it again */
+            if (hit && !f.reliable && o->recheck_unreliable) { /* measured again below */
+                before = f;
+                hit = false, recheck = true;
+            } else if (hit && !f.reliable) { /* reused, said so: --remeasure measures it again */
                 fe_tune_unreliable_cached(&f, row->reason, sizeof row->reason);
+            }
         }
         if (!hit) {
             row->cached = false;
@@ -187,7 +191,11 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                           .n_values = op->n_values};
             char why[200];
             f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
-            if (!f.reliable) snprintf(row->reason, sizeof row->reason, "unreliable: %s", why);
+            if (recheck && !f.reliable && before.median_ns < f.median_ns) f = before;
+            if (recheck && !f.reliable)
+                snprintf(row->reason, sizeof row->reason, "unreliable, measured twice: %s", why);
+            else if (!f.reliable)
+                snprintf(row->reason, sizeof row->reason, "unreliable: %s", why);
             if (fe_cost_cache_put(cache, &key, &f, label, &cerr) != FE_OK) note(r, cerr.message);
         }
         seen_fig[step] = f;
