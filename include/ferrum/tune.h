@@ -96,8 +96,9 @@ typedef struct fe_tune_options {
     FILE *progress;         /* a line per setting while measuring; NULL: quiet */
     int warmup;             /* runs before a figure's samples */
     int min_samples;        /* a figure stops at the budget once it has this many */
-    bool recheck_unreliable; /* a cached figure marked unreliable is measured again, and the
-                              * lower of the two medians kept (interference only adds time) */
+    bool recheck_unreliable; /* the default setting's cached figure, when marked unreliable,
+                              * is measured again and the lower of the two medians kept
+                              * (interference only adds time); other settings are reused */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);

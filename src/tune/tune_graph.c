@@ -302,8 +302,8 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
         des->key = key;
         st = design_from(r, fe_op_name(pts[0].op), des, err);
     }
-    /* A design measured now whose default figure came out unreliable is measured again once
-     * every other design has run, one attempt a setting: what slowed it (another process,
+    /* A design measured now whose default figure came out unreliable has that figure
+     * measured again once every other design has run, in one attempt: what slowed it (another process,
      * a transient of the host) has mostly passed by then, and the lower median of the two
      * figures is kept (interference only adds time). On the Zen 3 a decode RoPE of 3 heads
      * was once priced at 159 us a step (its next run: 0.4 us), 4.7 ms of a 16 ms model. */

@@ -171,7 +171,8 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                 layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
                 return fe_error_set(err, st, "%s", cerr.message);
             }
-            if (hit && !f.reliable && o->recheck_unreliable) { /* measured again below */
+            if (hit && !f.reliable && o->recheck_unreliable &&
+                strcmp(row->setting, "default") == 0) { /* measured again below */
                 before = f;
                 hit = false, recheck = true;
             } else if (hit && !f.reliable) { /* reused, said so: --remeasure measures it again */
