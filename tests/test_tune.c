@@ -273,9 +273,27 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     }
     assert_true(candidates >= 2);
     assert_string_equal(fe_tune_result_row(r, 0)->setting, "default");
+    assert_int_equal(fe_tune_result_row(first, 1)->verdict, FE_TUNE_CANDIDATE);
     fe_tune_result_destroy(r);
-    fe_tune_result_destroy(first);
+    /* recheck_setting: that one setting measured again and its new figure kept */
+    o = quick();
+    const char *again = fe_tune_result_row(first, 1)->setting;
+    o.recheck_setting = again;
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    for (int i = 0; i < fe_tune_result_count(r); i++) {
+        const fe_tune_row *b = fe_tune_result_row(r, i);
+        if (b->verdict != FE_TUNE_CANDIDATE) continue;
+        if (strcmp(b->setting, again) != 0) {
+            assert_true(b->cached);
+            continue;
+        }
+        assert_false(b->cached);
+        if (!strstr(b->reason, "measured again as the fastest"))
+            fail_msg("row %d's reason: \"%s\"", i, b->reason);
+    }
+    fe_tune_result_destroy(r);
     /* reliable figures (a spread bound nothing exceeds) are hits under recheck */
+    fe_tune_result_destroy(first);
     o = quick();
     o.max_spread = 1e9, o.remeasure = true;
     assert_int_equal(fe_tune_op(test_dev, &req, &o, &first, &err), FE_OK);

@@ -99,6 +99,9 @@ typedef struct fe_tune_options {
     bool recheck_unreliable; /* the default setting's cached figure, when marked unreliable,
                               * is measured again and the lower of the two medians kept
                               * (interference only adds time); other settings are reused */
+    const char *recheck_setting; /* this setting's cached figure is measured again and the new
+                                  * figure kept: the fastest setting of a search, so that the
+                                  * figure it is priced at is not the one it won with */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);

@@ -155,7 +155,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                            .input_hash = b->input_hash ^ laid};
         memcpy(key.values, vals, (size_t)op->n_values * sizeof *vals);
         fe_cost_figure f, before = {0};
-        bool hit = false, recheck = false;
+        bool hit = false, recheck = false, fresh = false;
         fe_error cerr;
         /* a point whose values an earlier point had (work that does not follow the call's
          * words) costs what that point cost: measured once */
@@ -171,7 +171,9 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
                 layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
                 return fe_error_set(err, st, "%s", cerr.message);
             }
-            if (hit && !f.reliable && o->recheck_unreliable &&
+            if (hit && o->recheck_setting && strcmp(row->setting, o->recheck_setting) == 0) {
+                hit = false, fresh = true; /* measured again below, that figure kept */
+            } else if (hit && !f.reliable && o->recheck_unreliable &&
                 strcmp(row->setting, "default") == 0) { /* measured again below */
                 before = f;
                 hit = false, recheck = true;
@@ -193,7 +195,10 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             char why[200];
             f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
             if (recheck && !f.reliable && before.median_ns < f.median_ns) f = before;
-            if (recheck && !f.reliable)
+            if (fresh)
+                snprintf(row->reason, sizeof row->reason, "measured again as the fastest%s%s",
+                         f.reliable ? "" : "; unreliable: ", f.reliable ? "" : why);
+            else if (recheck && !f.reliable)
                 snprintf(row->reason, sizeof row->reason, "unreliable, measured twice: %s", why);
             else if (!f.reliable)
                 snprintf(row->reason, sizeof row->reason, "unreliable: %s", why);
