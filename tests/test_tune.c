@@ -204,6 +204,16 @@ static void small_domains_are_searched_jointly(void **s) {
     fe_tune_result_destroy(r);
 }
 
+/* req tuned with every figure refused, so each one is stored unreliable (a loaded machine) */
+static fe_tune_result *tuned_all_unreliable(const fe_tune_request *req) {
+    fe_tune_options o = quick();
+    o.max_spread = -1;
+    fe_tune_result *r = NULL;
+    fe_error err;
+    assert_int_equal(fe_tune_op(test_dev, req, &o, &r, &err), FE_OK);
+    return r;
+}
+
 /* A figure is a hit the next time, an unreliable one (a loaded machine) too, said so in the
  * row's reason; --remeasure measures every one again. */
 static void a_second_tune_of_the_same_key_is_a_cache_hit(void **s) {
@@ -211,12 +221,9 @@ static void a_second_tune_of_the_same_key_is_a_cache_hit(void **s) {
     fe_setting set[] = {{"cols", 48}};
     fe_tune_request req = {.op = "Softmax", .settings = set, .n_settings = 1};
     fe_tune_options o = quick();
-    fe_tune_result *first = NULL, *r = NULL;
+    fe_tune_result *first = tuned_all_unreliable(&req), *r = NULL;
     fe_error err;
-    o.max_spread = -1; /* every figure refused: each one stored unreliable */
-    assert_int_equal(fe_tune_op(test_dev, &req, &o, &first, &err), FE_OK);
     assert_false(fe_tune_result_row(first, 0)->cached); /* a fresh cache */
-    o.max_spread = quick().max_spread;
     assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
     assert_int_equal(fe_tune_result_count(r), fe_tune_result_count(first));
     int candidates = 0;
@@ -249,11 +256,10 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     fe_setting set[] = {{"cols", 40}};
     fe_tune_request req = {.op = "Softmax", .settings = set, .n_settings = 1};
     fe_tune_options o = quick();
-    fe_tune_result *first = NULL, *r = NULL;
+    fe_tune_result *first = tuned_all_unreliable(&req), *r = NULL;
     fe_error err;
-    o.max_spread = -1; /* every figure refused: each one stored unreliable */
-    assert_int_equal(fe_tune_op(test_dev, &req, &o, &first, &err), FE_OK);
-    o.recheck_unreliable = true, o.attempts = 1; /* still refused: kept unreliable */
+    o.max_spread = -1; /* still refused: kept unreliable */
+    o.recheck_unreliable = true;
     assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
     int candidates = 0;
     for (int i = 0; i < fe_tune_result_count(r); i++) {

@@ -98,50 +98,26 @@ __attribute__((target("avx512f,avx512vnni"))) static void peak_vnni(void *ctx, i
  * operand is its own vector loaded from memory behind a pointer the compiler cannot follow
  * (as act_int8's B panels are loaded): with two constant operands it hoisted the products
  * out of the loop, and the probe timed 12 vpaddd an iteration (805 "G ops/s" on 2 Zen 5
- * cores, 2x what vpmaddubsw can do there). */
-__attribute__((target("avx2"))) static void peak_maddubs(void *ctx, int ith, int nth) {
-    (void)nth;
+ * cores, 2x what vpmaddubsw can do there).
+ * With `sign`, the same chains for int8 x int8 (q8_0 B without VNNI): vpsignb first moves a
+ * signed B vector's signs onto the broadcast A quad, and vpmaddubsw takes |B| (loaded, as
+ * act_int8 takes it once per B vector for a tile's rows): the four operations a q8_0 product
+ * takes on that path, where q4's u8 B takes three. */
+__attribute__((target("avx2"), always_inline)) static inline void
+maddubs_chains(void *ctx, int ith, const bool sign) {
     peak_ctx *c = ctx;
-    _Alignas(32) int8_t src[12 * 32];
-    for (int i = 0; i < 12 * 32; i++) src[i] = (int8_t)(i % 7 + 1);
-    const __m256i *u = (const __m256i *)src;
-    const __m256i x = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
-#define DECL(i) __m256i a##i = _mm256_set1_epi32(i);
-#define STEP(i)                                                                            \
-    a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(                  \
-                                                        _mm256_load_si256(u + (i)), x),     \
-                                                    one));
-#define SUM(i) t = _mm256_add_epi32(t, a##i);
-    CHAINS12(DECL)
-    for (long r = 0; r < c->iters; r++) {
-        __asm__ volatile("" : "+r"(u) : : "memory"); /* the products are not hoisted */
-        CHAINS12(STEP)
-    }
-    __m256i t = _mm256_setzero_si256();
-    CHAINS12(SUM)
-    c->sink[ith % 64] = (float)_mm256_extract_epi32(t, 0);
-#undef DECL
-#undef STEP
-#undef SUM
-}
-
-/* The same 12 chains for int8 x int8 (q8_0 B without VNNI): vpsignb moves the B vector's
- * signs onto the broadcast A quad, then vpmaddubsw of |B| (loaded, as act_int8 takes it once
- * per B vector for a tile's rows) and that, vpmaddwd, vpaddd: the four operations a q8_0
- * product takes on that path, where q4's u8 B takes three. */
-__attribute__((target("avx2"))) static void peak_maddubs_sign(void *ctx, int ith, int nth) {
-    (void)nth;
-    peak_ctx *c = ctx;
-    _Alignas(32) int8_t src[24 * 32];
-    for (int i = 0; i < 24 * 32; i++) src[i] = (int8_t)(i % 2 ? i % 7 + 1 : -(i % 5) - 1);
+    _Alignas(32) int8_t src[24 * 32]; /* 12 signed B vectors, then 12 u8 (|B|) */
+    for (int i = 0; i < 24 * 32; i++) src[i] = (int8_t)(i >= 12 * 32 ? i % 7 + 1 : -(i % 5) - 1);
     const __m256i *w = (const __m256i *)src;
     const __m256i x = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
 #define DECL(i) __m256i a##i = _mm256_set1_epi32(i);
 #define STEP(i)                                                                            \
     a##i = _mm256_add_epi32(                                                               \
-        a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_load_si256(w + 12 + (i)),       \
-                                                     _mm256_sign_epi8(x, _mm256_load_si256(w + (i)))), \
-                                one));
+        a##i, _mm256_madd_epi16(                                                           \
+                  _mm256_maddubs_epi16(_mm256_load_si256(w + 12 + (i)),                    \
+                                       sign ? _mm256_sign_epi8(x, _mm256_load_si256(w + (i))) \
+                                            : x),                                          \
+                  one));
 #define SUM(i) t = _mm256_add_epi32(t, a##i);
     CHAINS12(DECL)
     for (long r = 0; r < c->iters; r++) {
@@ -154,6 +130,16 @@ __attribute__((target("avx2"))) static void peak_maddubs_sign(void *ctx, int ith
 #undef DECL
 #undef STEP
 #undef SUM
+}
+
+__attribute__((target("avx2"))) static void peak_maddubs(void *ctx, int ith, int nth) {
+    (void)nth;
+    maddubs_chains(ctx, ith, false);
+}
+
+__attribute__((target("avx2"))) static void peak_maddubs_sign(void *ctx, int ith, int nth) {
+    (void)nth;
+    maddubs_chains(ctx, ith, true);
 }
 
 static int cmp_d(const void *a, const void *b) {
