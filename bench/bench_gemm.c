@@ -162,7 +162,8 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
         if (again > *i8_peak) *i8_peak = again;
     }
     /* q8_0 by sign transfer: int8_dot 0 over a signed B */
-    const bool sign = i8 && ops[1].dtype == FE_DTYPE_Q8_0 && fe_kernel_tunable(k, "int8_dot") == 0;
+    const bool sign =
+        i8 && ops[1].dtype == FE_DTYPE_Q8_0 && fe_kernel_tunable(k, "int8_dot") == 0;
     if (sign) {
         fe_int8_sign_peak(dev, 3, &again, &again_med);
         if (again > *i8s_peak) *i8s_peak = again;
@@ -402,12 +403,12 @@ int main(int argc, char **argv) {
     for (int j = 0; j < op->n_cases; j++) {
         if (!op->cases[j].bench || (only && !strstr(op->cases[j].name, only))) continue;
         bool laid, other_laid;
-        int ran = bench_case(dev, op, &op->cases[j], -1, true, &peak, &dot_peak, &i8_peak, &i8s_peak, &tl,
-                             &laid);
+        int ran = bench_case(dev, op, &op->cases[j], -1, true, &peak, &dot_peak, &i8_peak,
+                             &i8s_peak, &tl, &laid);
         /* the same design packing B per call, as a kernel run alone does */
         if (laid)
-            bench_case(dev, op, &op->cases[j], ran, false, &peak, &dot_peak, &i8_peak, &i8s_peak, &tl,
-                       &other_laid);
+            bench_case(dev, op, &op->cases[j], ran, false, &peak, &dot_peak, &i8_peak,
+                       &i8s_peak, &tl, &other_laid);
         for (int ch = 0; ran >= 1 && dot_t >= 0 && ch < op->tunables[dot_t].domain.n_choices;
              ch++) {
             int other = (int)op->tunables[dot_t].domain.choices[ch];

@@ -9,10 +9,10 @@
  *      named here), made into a kernel at all workers and timed: an input the design reads
  *      from a layout of its own (GEMV's panel = 1 W) gets that layout made once before the
  *      timing, as a compiled graph makes it for its weight, so the figure is the decode's
- *      and not a per-call packing's; median GB/s (cost bytes / median time) against its roof (triad for FE_ROOF_TRIAD, read for FE_ROOF_READ), as
- *      measured in 1-2 (%start) and as the median ratio to a roof run paired with each
- *      kernel run (%now); PASS when %now >= 70%, BELOW otherwise. FE_ROOF_COMPUTE cases
- *      print GFLOP/s, unjudged;
+ *      and not a per-call packing's; median GB/s (cost bytes / median time) against its
+ *      roof (triad for FE_ROOF_TRIAD, read for FE_ROOF_READ), as measured in 1-2 (%start)
+ *      and as the median ratio to a roof run paired with each kernel run (%now); PASS when
+ *      %now >= 70%, BELOW otherwise. FE_ROOF_COMPUTE cases print GFLOP/s, unjudged;
  *   4. the roofs again (drift over the run) and the CPU share other processes took.
  * Every measurement prints its median and min..max spread: this VM is shared and noisy, and
  * the host's memory bandwidth itself drifts (docs/performance.md).

@@ -2,8 +2,9 @@
 # bench/peers_llama_bench.sh: ferrum against llama.cpp's and ik_llama.cpp's llama-bench on one
 # GGUF file, in one run: prefill of 512 tokens and decode of 64, 2 threads, rounds alternating
 # (llama.cpp, ik_llama.cpp with -fa 1 -rtr 1, ferrum with its AVX-512 kernels where the CPU has
-# them and its AVX2 kernels) so that a change in the machine's state hits all alike. Prints the machine, each round's figures
-# (tok/s) with the load average, then the medians and ferrum's ratios to each peer.
+# them and its AVX2 kernels) so that a change in the machine's state hits all alike. Prints the
+# machine, each round's figures (tok/s) with the load average, then the medians and ferrum's
+# ratios to each peer.
 #
 # The peers are not part of ferrum: build their llama-bench yourself (docs/performance.md says
 # how) and name them; a peer not given is left out. LLAMA_BENCH_AVX2 and IK_LLAMA_BENCH_AVX2 name

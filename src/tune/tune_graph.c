@@ -246,6 +246,30 @@ static fe_status find_step(const fe_tune_graph_request *req, const fe_cost_table
     return fe_error_set(err, FE_E_INVALID, "tune: design %d has no step", d);
 }
 
+/* Searches design d of t under o (its step found in req's calls) and puts what it found in
+ * the design's place, keeping its key. r, pts and shape are the caller's scratch. */
+static fe_status search_design(fe_device *dev, const fe_tune_graph_request *req,
+                               const fe_tune_options *o, fe_cost_cache *cache, fe_cost_table *t,
+                               int d, fe_tune_result *r, fe_step_info *pts,
+                               fe_tune_shape *shape, fe_error *err) {
+    int n_points = 0;
+    fe_status st = find_step(req, t, d, pts, &n_points, err);
+    if (st != FE_OK) return st;
+    shape_of(pts, n_points, shape);
+    memset(r, 0, sizeof *r);
+    st = fe_tune_shape_search(dev, shape, o, cache, r, err);
+    if (st != FE_OK) {
+        fe_error inner = *err;
+        return fe_error_set(err, st, "tune: step %s: %s", pts[0].label, inner.message);
+    }
+    fe_table_design *des = &t->designs[d];
+    const uint64_t key = des->key;
+    fe_free(des->options);
+    memset(des, 0, sizeof *des);
+    des->key = key;
+    return design_from(r, fe_op_name(pts[0].op), des, err);
+}
+
 fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
                         const fe_tune_options *opts, const fe_cost_table *previous,
                         fe_cost_table **out, fe_error *err) {
@@ -284,23 +308,7 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
             st = copy_design(prev, des, err);
             continue;
         }
-        int n_points = 0;
-        st = find_step(req, t, d, pts, &n_points, err);
-        if (st != FE_OK) break;
-        shape_of(pts, n_points, shape);
-        memset(r, 0, sizeof *r);
-        uint64_t key = des->key;
-        char label[64];
-        snprintf(label, sizeof label, "%s", pts[0].label);
-        st = fe_tune_shape_search(dev, shape, &o, cache, r, err);
-        if (st != FE_OK) {
-            fe_error inner = *err;
-            st = fe_error_set(err, st, "tune: step %s: %s", label, inner.message);
-            break;
-        }
-        memset(des, 0, sizeof *des);
-        des->key = key;
-        st = design_from(r, fe_op_name(pts[0].op), des, err);
+        st = search_design(dev, req, &o, cache, t, d, r, pts, shape, err);
     }
     /* Once every design has run, a design measured now has figures measured again, in one
      * attempt each:
@@ -319,7 +327,8 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
     for (int d = 0; st == FE_OK && d < t->n_designs; d++) {
         fe_table_design *des = &t->designs[d];
         if (des->reused || des->n_options == 0) continue;
-        bool fresh[FE_TUNE_MAX_ROWS] = {false}; /* settings measured again in this pass */
+        /* settings measured again in this pass (a search's rows: n_options <= MAX_ROWS) */
+        bool fresh[FE_TUNE_MAX_ROWS] = {false};
         for (int round = 0; st == FE_OK && round < ROUNDS; round++) {
             const fe_table_option *def = &des->options[0];
             int fastest = -1;
@@ -330,29 +339,14 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
                 if (x->verdict == FE_TUNE_CANDIDATE && x->cost.median_ns < bar_ns) fastest = i;
             }
             /* the fastest already has a figure of its own: it won on that one */
-            if (fastest >= 0 && (fastest >= FE_TUNE_MAX_ROWS || fresh[fastest])) fastest = -1;
+            if (fastest >= 0 && fresh[fastest]) fastest = -1;
             again.recheck_unreliable =
                 round == 0 && def->verdict == FE_TUNE_CANDIDATE && !def->cost.reliable;
             again.recheck_setting = fastest >= 0 ? des->options[fastest].setting : NULL;
             if (!again.recheck_unreliable && !again.recheck_setting) break;
             if (fastest >= 0) fresh[fastest] = true;
             progress(bar, d, t->n_designs, "measuring the default and the fastest again");
-            int n_points = 0;
-            st = find_step(req, t, d, pts, &n_points, err);
-            if (st != FE_OK) break;
-            shape_of(pts, n_points, shape);
-            memset(r, 0, sizeof *r);
-            st = fe_tune_shape_search(dev, shape, &again, cache, r, err);
-            if (st != FE_OK) {
-                fe_error inner = *err;
-                st = fe_error_set(err, st, "tune: step %s: %s", pts[0].label, inner.message);
-                break;
-            }
-            const uint64_t key = des->key;
-            fe_free(des->options);
-            memset(des, 0, sizeof *des);
-            des->key = key;
-            st = design_from(r, fe_op_name(pts[0].op), des, err);
+            st = search_design(dev, req, &again, cache, t, d, r, pts, shape, err);
             des->reused = false; /* measured in this run */
         }
     }
