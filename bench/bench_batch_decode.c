@@ -12,11 +12,14 @@
  * --against JSON replaces the baseline's GEMV tunables (default {"batches_per_pass": 1}), e.g.
  * --against '{"panel": 0}': the row kernels and batch passes against the panel design.
  *
- * Usage: bench_batch_decode MODEL [--random-weights SEED] [--steps N] [--cpu-time] [--against JSON]
- *   MODEL: a GGUF or checkpoint, or with --random-weights a preset (llama-3.2-1b). */
+ * Usage: bench_batch_decode [MODEL] [--random-weights SEED] [--steps N] [--cpu-time] [--against JSON]
+ *   MODEL: a GGUF or checkpoint, or with --random-weights a preset (llama-3.2-1b); default the
+ *   cached SmolLM2 (scripts/fetch-model), so that `make bench` runs it (skipped, said so, when
+ *   the cache lacks it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ferrum/lm.h"
 #include "ferrum/ops.h"
@@ -26,6 +29,7 @@
 #include "support/peak.h"
 
 enum { MAX_STEPS = 64, CTX = 512 };
+#define DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 static const int levels[] = {1, 2, 4, 8, 12};
 
@@ -38,7 +42,8 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int usage(FILE *f, int code) {
-    fprintf(f, "usage: bench_batch_decode MODEL [--random-weights SEED] [--steps N] [--cpu-time] [--against JSON]\n"
+    fprintf(f, "usage: bench_batch_decode [MODEL] [--random-weights SEED] [--steps N] [--cpu-time] [--against JSON]\n"
+               "  MODEL: default the cached SmolLM2-135M-Instruct.Q4_1.gguf (scripts/fetch-model)\n"
                "  times the batched decode step at 1, 2, 4, 8 and 12 rows, GEMV batch passes\n"
                "  against batch after batch (batches_per_pass 1), alternating; --steps: steps\n"
                "  a level and design (1..%d, default 12); --cpu-time: process CPU time per\n"
@@ -90,7 +95,21 @@ int main(int argc, char **argv) {
             return usage(stderr, 2);
         } else path = argv[i];
     }
-    if (!path) return usage(stderr, 2);
+    char cached[1024];
+    if (!path) { /* the default model, where scripts/fetch-model puts it */
+        const char *home = getenv("FERRUM_CACHE_HOME");
+        if (home) snprintf(cached, sizeof cached, "%s/models/%s", home, DEFAULT_MODEL);
+        else snprintf(cached, sizeof cached, "%s/.cache/ferrum/models/%s",
+                      getenv("HOME") ? getenv("HOME") : ".", DEFAULT_MODEL);
+        if (oo.random_weights || access(cached, R_OK) != 0) {
+            fprintf(stderr, "bench_batch_decode: no MODEL given and %s\n",
+                    oo.random_weights ? "--random-weights needs a preset (llama-3.2-1b)"
+                                      : "the default model is not in the cache "
+                                        "(scripts/fetch-model puts it there); skipped");
+            return oo.random_weights ? usage(stderr, 2) : 0;
+        }
+        path = cached;
+    }
     fe_peak_cpu_time(cpu_time);
     fe_lm_model *m = NULL;
     fe_error err = {0};
