@@ -284,6 +284,14 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             goto done;
         }
     }
+    const fe_cost_figure dispatch = fe_cost_table_dispatch(table),
+                         barrier = fe_cost_table_barrier(table);
+    fprintf(f, "\noverheads: dispatch %.1f us, barrier %.2f us a step%s\n",
+            dispatch.median_ns / 1e3, barrier.median_ns / 1e3,
+            dispatch.reliable && barrier.reliable
+                ? ""
+                : " (unreliable: another process took the CPU while they were probed; the "
+                  "modelled calls lean on them, --remeasure on a quiet machine)");
     fprintf(f, "\ncalls (the mean over %d positions; modelled: dispatch + steps + barriers; "
             "CPUs had: the process's CPU time over the wall time, less than the workers when "
             "it was descheduled):\n", LADDER);

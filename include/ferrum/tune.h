@@ -240,6 +240,9 @@ FE_API int fe_cost_table_designs(const fe_cost_table *t);
 FE_API int fe_cost_table_calls(const fe_cost_table *t);
 /* Designs taken from `previous` or the cache without measuring, of those in the table. */
 FE_API int fe_cost_table_reused(const fe_cost_table *t);
+/* The table's overhead figures: one empty dispatch, and each more step's barrier in it. */
+FE_API fe_cost_figure fe_cost_table_dispatch(const fe_cost_table *t);
+FE_API fe_cost_figure fe_cost_table_barrier(const fe_cost_table *t);
 
 /* ---- pricing the folds ---- */
 

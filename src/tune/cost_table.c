@@ -64,6 +64,9 @@ int fe_cost_table_reused(const fe_cost_table *t) {
     return n;
 }
 
+fe_cost_figure fe_cost_table_dispatch(const fe_cost_table *t) { return t->dispatch; }
+fe_cost_figure fe_cost_table_barrier(const fe_cost_table *t) { return t->barrier; }
+
 fe_status fe_cost_table_path(const fe_device *dev, const char *root, const char *name,
                              const char *packaging, char *buf, size_t n, fe_error *err) {
     char base[900], id[17];
