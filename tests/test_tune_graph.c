@@ -336,6 +336,23 @@ static void a_graph_table_prices_each_distinct_design_once_at_its_points(void **
                                            &err), FE_OK);
     assert_false(cached);
     call.words = words;
+    /* a pair (the same graph twice here) is measured in turn, cached as a pair, apart from
+     * the call measured alone; a pair at different calls is refused */
+    fe_cost_figure pa, pb;
+    assert_int_equal(fe_tune_measure_calls_paired(test_dev, &req, &req, &o, NULL, &pa, &pb,
+                                                  &cached, &err), FE_OK);
+    assert_false(cached);
+    assert_true(pa.median_ns > 0 && pb.median_ns > 0 && pa.p10_ns <= pa.median_ns &&
+                pa.median_ns <= pa.p90_ns);
+    fe_cost_figure qa, qb;
+    assert_int_equal(fe_tune_measure_calls_paired(test_dev, &req, &req, &o, NULL, &qa, &qb,
+                                                  &cached, &err), FE_OK);
+    assert_true(cached);
+    assert_true(qa.median_ns == pa.median_ns && qb.median_ns == pb.median_ns);
+    fe_tune_graph_request none = req;
+    none.n_calls = 0;
+    assert_int_equal(fe_tune_measure_calls_paired(test_dev, &req, &none, &o, NULL, &qa, &qb,
+                                                  &cached, &err), FE_E_INVALID);
     /* a second run takes every design from the last table, unreliable figures too (said
      * so), with its dispatch and barrier figures when they are reliable */
     for (int d = 0; d < t->n_designs; d++)

@@ -278,11 +278,32 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     mo.min_samples = 3;
     mo.attempts = 1; /* a whole call is long: one figure, said unreliable when it is */
     mo.budget_ms = a->budget;
-    if (!a->skip_measure) {
-        if (fe_tune_measure_calls(dev, &req, &mo, table, measured, cached, &err) != FE_OK) {
+    /* the tuned graph, where narrowing or the folds changed something: measured in turn
+     * with the defaults' (a drifting host then hits both alike) */
+    fe_tune_graph_request treq = req;
+    if (changed) {
+        if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
+            fe_narrowing_to_profile(n, chosen, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
+        /* the priced folds (their answers become the profile's fold decisions, from which
+         * `ferrum generate` compiles the same graph) */
+        code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
+        if (code != FE_EXIT_OK) goto done;
+        treq.graph = fe_lm_session_graph(tuned);
+    }
+    if (!a->skip_measure) {
+        fe_status mst = changed ? fe_tune_measure_calls_paired(dev, &req, &treq, &mo, table,
+                                                               measured, measured_tuned,
+                                                               cached, &err)
+                                : fe_tune_measure_calls(dev, &req, &mo, table, measured, cached,
+                                                        &err);
+        if (mst != FE_OK) {
+            code = fail(io, err.message);
+            goto done;
+        }
+        memcpy(cached_tuned, cached, sizeof cached_tuned);
     }
     const fe_cost_figure dispatch = fe_cost_table_dispatch(table),
                          barrier = fe_cost_table_barrier(table);
@@ -299,27 +320,20 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     print_calls(f, "defaults", n, fp, &req, a->skip_measure ? NULL : measured, cached, false,
                 workers);
     if (changed) {
-        if (fe_profile_parse("{\"entries\": []}", 15, &chosen, &err) != FE_OK ||
-            fe_narrowing_to_profile(n, chosen, &err) != FE_OK) {
-            code = fail(io, err.message);
-            goto done;
-        }
-        /* the priced folds (their answers become the profile's fold decisions, from which
-         * `ferrum generate` compiles the same graph) */
-        code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
-        if (code != FE_EXIT_OK) goto done;
-        fe_tune_graph_request treq = req;
-        treq.graph = fe_lm_session_graph(tuned);
-        if (!a->skip_measure &&
-            fe_tune_measure_calls(dev, &treq, &mo, NULL, measured_tuned, cached_tuned, &err) != FE_OK) {
-            code = fail(io, err.message);
-            goto done;
-        }
         print_calls(f, "tuned", n, fp, &req, a->skip_measure ? NULL : measured_tuned, cached_tuned,
                     true, workers);
         if (folds_changed)
             fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "
                     "them, plus what narrowing's settings change)\n");
+        if (!a->skip_measure) {
+            fprintf(f, "  measured in turn (three rounds, each graph at each point), tuned over "
+                    "defaults:");
+            for (int c = 0; c < req.n_calls; c++)
+                fprintf(f, "%s %s %.3fx", c ? "," : "", req.calls[c].name,
+                        measured_tuned[c].median_ns > 0
+                            ? measured[c].median_ns / measured_tuned[c].median_ns : 0);
+            fprintf(f, " (above 1: the tuned graph is faster)\n");
+        }
     } else {
         fprintf(f, "  (narrowing kept every default and every fold: the tuned graph is the "
                 "default one)\n");

@@ -222,6 +222,17 @@ FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
 FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                        const fe_tune_options *opts, fe_cost_table *t,
                                        fe_cost_figure *measured, bool *cached, fe_error *err);
+/* Two graphs at the same calls (a model's defaults against its tuned graph), measured in
+ * turn point by point, three rounds (each figure the median of the rounds' means), so that
+ * a host whose memory level or load drifts hits both alike: measured_a / measured_b are
+ * comparable, where two fe_tune_measure_calls minutes apart are not. t (may be NULL) gets
+ * a's figures. Both calls' figures are cached as a pair (cached[c]: both from the cache). */
+FE_API fe_status fe_tune_measure_calls_paired(fe_device *dev, const fe_tune_graph_request *a,
+                                              const fe_tune_graph_request *b,
+                                              const fe_tune_options *opts, fe_cost_table *t,
+                                              fe_cost_figure *measured_a,
+                                              fe_cost_figure *measured_b, bool *cached,
+                                              fe_error *err);
 
 /* The table as JSON (its fields: src/tune/cost_table.c), written whole to a temporary and
  * renamed. FE_E_IO names the path. */

@@ -19,7 +19,7 @@
 #include "graph/inspect.h"
 #include "tune/cost_table.h"
 
-enum { BARRIER_STEPS = 33, MAX_OUTPUTS = 16, OVERHEAD_TRIES = 4 };
+enum { BARRIER_STEPS = 33, MAX_OUTPUTS = 16, OVERHEAD_TRIES = 4, PAIRED_ROUNDS = 3 };
 
 /* The key of a step's work: what the table's design key says (cost_table.h). */
 static uint64_t work_key(const fe_step_info *points, int n_points, uint64_t seed) {
@@ -440,13 +440,81 @@ static fe_status call_signature(const fe_tune_graph_request *req, int c, uint64_
     return FE_OK;
 }
 
-fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
-                                const fe_tune_options *opts, fe_cost_table *t,
-                                fe_cost_figure *measured, bool *cached, fe_error *err) {
-    fe_status st = check_request(req, err);
-    if (st != FE_OK) return st;
-    fe_tune_options o = opts ? *opts : fe_tune_options_default();
+/* The mean over call c's points of each graph's median, graphs[0..n) measured in turn point
+ * by point, `rounds` times; into sums[]. One round: the probes' figures as they are. More:
+ * each probe takes one sample at least (warm-up only in the first round), and a graph's
+ * figure is the median of its rounds' means, p10..p90 their lowest and highest, reliable
+ * when every probe was and the rounds lie within o->max_spread of it. */
+static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *const *reqs, int n,
+                                int c, int rounds, const fe_tune_options *o,
+                                fe_cost_figure *sums, fe_error *err) {
+    enum { MAX_ROUNDS = 5 };
+    const fe_tune_call *call = &reqs[0]->calls[c];
     int width = fe_device_get_info(dev)->n_workers;
+    double mean[2][MAX_ROUNDS] = {{0}};
+    if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
+    for (int g = 0; g < n; g++) sums[g] = (fe_cost_figure){.reliable = true};
+    for (int r = 0; r < rounds; r++)
+        for (int p = 0; p < call->n_points; p++) {
+            if (o->progress) {
+                fprintf(o->progress, "tune: measuring the %s (point %d/%d:", call->name, p + 1,
+                        call->n_points);
+                for (int w = 0; w < call->n_words; w++)
+                    fprintf(o->progress, " %s=%lld", call->words[p * call->n_words + w].name,
+                            (long long)call->words[p * call->n_words + w].value);
+                if (n > 1) fprintf(o->progress, "; round %d/%d, each graph in turn", r + 1, rounds);
+                fprintf(o->progress, ")\n");
+            }
+            fe_tune_options po = *o;
+            if (rounds > 1) {
+                po.min_samples = 1;
+                po.warmup = r == 0 ? o->warmup : 0;
+            }
+            for (int g = 0; g < n; g++) {
+                call_run run = {reqs[g]->graph, &reqs[g]->calls[c], p, FE_OK};
+                char why[200];
+                fe_cost_figure f = fe_tune_probe(run_call, &run, width, &po, why, sizeof why);
+                if (run.st != FE_OK)
+                    return fe_error_set(err, run.st, "tune: calling %s: %s", call->name,
+                                        fe_graph_message(reqs[g]->graph));
+                const double share = 1.0 / call->n_points, of_rounds = share / rounds;
+                mean[g][r] += f.median_ns * share;
+                sums[g].p10_ns += f.p10_ns * of_rounds;
+                sums[g].p90_ns += f.p90_ns * of_rounds;
+                sums[g].samples += f.samples;
+                sums[g].cpus += f.cpus * of_rounds;
+                sums[g].reliable = sums[g].reliable && f.reliable;
+            }
+        }
+    for (int g = 0; g < n; g++) { /* the median of the rounds' means (insertion sort) */
+        for (int i = 1; i < rounds; i++)
+            for (int j = i; j > 0 && mean[g][j] < mean[g][j - 1]; j--) {
+                double x = mean[g][j];
+                mean[g][j] = mean[g][j - 1], mean[g][j - 1] = x;
+            }
+        sums[g].median_ns = rounds % 2 ? mean[g][rounds / 2]
+                                       : (mean[g][rounds / 2 - 1] + mean[g][rounds / 2]) / 2;
+        if (rounds == 1) continue;
+        sums[g].p10_ns = mean[g][0];
+        sums[g].p90_ns = mean[g][rounds - 1];
+        sums[g].reliable = sums[g].reliable &&
+                           mean[g][rounds - 1] - mean[g][0] <= o->max_spread * sums[g].median_ns;
+    }
+    return FE_OK;
+}
+
+/* fe_tune_measure_calls (n = 1) and fe_tune_measure_calls_paired (n = 2): each call's
+ * figures through the cost cache, keyed by the graphs' signatures (a pair's by both). */
+static fe_status measure_calls(fe_device *dev, const fe_tune_graph_request *const *reqs, int n,
+                               const fe_tune_options *opts, fe_cost_table *t,
+                               fe_cost_figure *const *measured, bool *cached, fe_error *err) {
+    fe_status st = FE_OK;
+    for (int g = 0; g < n && st == FE_OK; g++) st = check_request(reqs[g], err);
+    if (st != FE_OK) return st;
+    if (n == 2 && reqs[1]->n_calls != reqs[0]->n_calls)
+        return fe_error_set(err, FE_E_INVALID, "tune: a pair of graphs is measured at the same "
+                            "calls: give both requests the same calls");
+    fe_tune_options o = opts ? *opts : fe_tune_options_default();
     fe_cost_cache *cache = NULL;
     fe_step_info *pts = fe_calloc(FE_TUNE_MAX_CALL_POINTS, sizeof *pts);
     if (!pts) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
@@ -454,58 +522,64 @@ fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req
         fe_free(pts);
         return st;
     }
-    for (int c = 0; st == FE_OK && c < req->n_calls; c++) {
-        const fe_tune_call *call = &req->calls[c];
-        fe_cost_key key = {.n_values = 1, .values = {call->n_points}, .input_hash = 0xca11};
-        if ((st = call_signature(req, c, o.seed, pts, &key.design, err)) != FE_OK) break;
-        fe_cost_figure sum = {.reliable = true};
-        bool hit = false;
-        fe_error cerr;
-        if (!o.remeasure && fe_cost_cache_get(cache, &key, &sum, &hit, &cerr) == FE_OK && hit) {
+    for (int c = 0; st == FE_OK && c < reqs[0]->n_calls; c++) {
+        const fe_tune_call *call = &reqs[0]->calls[c];
+        uint64_t sig[2] = {0, 0};
+        for (int g = 0; g < n && st == FE_OK; g++)
+            st = call_signature(reqs[g], c, o.seed, pts, &sig[g], err);
+        if (st != FE_OK) break;
+        fe_cost_key key[2];
+        fe_cost_figure sum[2];
+        bool hit = !o.remeasure;
+        for (int g = 0; g < n; g++) {
+            /* alone: the call's signature; in a pair: both, and which of the two */
+            key[g] = (fe_cost_key){.n_values = 1, .values = {call->n_points},
+                                   .input_hash = n == 1 ? 0xca11 : 0xca12 + (uint64_t)g,
+                                   .design = n == 1 ? sig[0] : sig[g] ^ (sig[1 - g] * 31 + 7)};
+            bool h = false;
+            fe_error cerr;
+            hit = hit && fe_cost_cache_get(cache, &key[g], &sum[g], &h, &cerr) == FE_OK && h;
+        }
+        if (hit) {
             if (o.progress) fprintf(o.progress, "tune: the %s from the cost cache\n", call->name);
         } else {
-            hit = false;
-            sum = (fe_cost_figure){.reliable = true};
-        }
-        for (int p = 0; !hit && p < call->n_points; p++) {
-            if (o.progress) {
-                fprintf(o.progress, "tune: measuring the %s (point %d/%d:", call->name, p + 1,
-                        call->n_points);
-                for (int w = 0; w < call->n_words; w++)
-                    fprintf(o.progress, " %s=%lld", call->words[p * call->n_words + w].name,
-                            (long long)call->words[p * call->n_words + w].value);
-                fprintf(o.progress, ")\n");
+            st = measure_rounds(dev, reqs, n, c, n == 1 ? 1 : PAIRED_ROUNDS, &o, sum, err);
+            if (st != FE_OK) break;
+            for (int g = 0; g < n; g++) {
+                char label[96];
+                fe_error cerr;
+                snprintf(label, sizeof label, "whole call: %s%s", call->name,
+                         n == 1 ? "" : g == 0 ? " (paired, first)" : " (paired, second)");
+                if (fe_cost_cache_put(cache, &key[g], &sum[g], label, &cerr) != FE_OK && o.progress)
+                    fprintf(o.progress, "tune: %s\n", cerr.message);
             }
-            call_run run = {req->graph, call, p, FE_OK};
-            char why[200];
-            fe_cost_figure f = fe_tune_probe(run_call, &run, width, &o, why, sizeof why);
-            if (run.st != FE_OK) {
-                st = fe_error_set(err, run.st, "tune: calling %s: %s", call->name,
-                                  fe_graph_message(req->graph));
-                break;
-            }
-            sum.median_ns += f.median_ns / call->n_points;
-            sum.p10_ns += f.p10_ns / call->n_points;
-            sum.p90_ns += f.p90_ns / call->n_points;
-            sum.samples += f.samples;
-            sum.cpus += f.cpus / call->n_points;
-            sum.reliable = sum.reliable && f.reliable;
-        }
-        if (st != FE_OK) break;
-        if (!hit) {
-            char label[96];
-            snprintf(label, sizeof label, "whole call: %s", call->name);
-            if (fe_cost_cache_put(cache, &key, &sum, label, &cerr) != FE_OK && o.progress)
-                fprintf(o.progress, "tune: %s\n", cerr.message);
         }
         if (cached) cached[c] = hit;
-        measured[c] = sum;
+        for (int g = 0; g < n; g++) measured[g][c] = sum[g];
         if (t && c < t->n_calls) {
-            t->calls[c].measured = sum;
+            t->calls[c].measured = sum[0];
             t->calls[c].has_measured = true;
         }
     }
     fe_cost_cache_close(cache);
     fe_free(pts);
     return st;
+}
+
+fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
+                                const fe_tune_options *opts, fe_cost_table *t,
+                                fe_cost_figure *measured, bool *cached, fe_error *err) {
+    const fe_tune_graph_request *reqs[1] = {req};
+    fe_cost_figure *out[1] = {measured};
+    return measure_calls(dev, reqs, 1, opts, t, out, cached, err);
+}
+
+fe_status fe_tune_measure_calls_paired(fe_device *dev, const fe_tune_graph_request *a,
+                                       const fe_tune_graph_request *b,
+                                       const fe_tune_options *opts, fe_cost_table *t,
+                                       fe_cost_figure *measured_a, fe_cost_figure *measured_b,
+                                       bool *cached, fe_error *err) {
+    const fe_tune_graph_request *reqs[2] = {a, b};
+    fe_cost_figure *out[2] = {measured_a, measured_b};
+    return measure_calls(dev, reqs, 2, opts, t, out, cached, err);
 }
