@@ -154,7 +154,7 @@ fe_status fe_tune_buffers_spread(fe_tune_buffers *b, const fe_op *op, size_t byt
     /* inputs from memory (past the last-level cache for small inputs too: up to 4096 copies;
      * 64 had left a decode step's small weights in a 32 MiB L3, 19 % under the call; and two
      * at least up to twice `bytes`) */
-    b->input_hash ^= 0x5eedf00dc01d0003ull;
+    b->input_hash ^= 0x5eedf00dc01d0004ull; /* 4: layouts in huge pages (tune_op.c) */
     return FE_OK;
 }
 

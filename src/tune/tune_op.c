@@ -10,7 +10,9 @@
  * measured alone on the pool and stored (an unreliable figure too, marked so: a later run
  * reuses it, saying "cached (unreliable: spread X%)", unless --remeasure). */
 #include <inttypes.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
@@ -49,9 +51,11 @@ static bool reads_layouts(const fe_kernel *k, const fe_tune_shape *s) {
     return any;
 }
 
+/* The layouts of every set lie in one region from the OS in huge pages, as a model's layout
+ * store gives them (4 KiB pages scattered by malloc cost each small step TLB misses that the
+ * model's calls never pay); row `sets` of lay holds the region and its size. */
 static void layouts_free(void *(*lay)[FE_MAX_OPERANDS], int sets) {
-    for (int c = 0; lay && c < sets; c++)
-        for (int i = 0; i < FE_MAX_OPERANDS; i++) fe_free(lay[c][i]);
+    if (lay && lay[sets][0]) fe_pages_free(lay[sets][0], (size_t)(uintptr_t)lay[sets][1]);
     fe_free(lay);
 }
 
@@ -61,18 +65,32 @@ static fe_status layouts_make(fe_kernel *k, const fe_tune_shape *s, const fe_tun
                               void *(**out)[FE_MAX_OPERANDS], fe_error *err) {
     *out = NULL;
     int sets = b->n_sets > 1 ? b->n_sets : 1;
-    void *(*lay)[FE_MAX_OPERANDS] = fe_calloc((size_t)sets, sizeof *lay);
+    void *(*lay)[FE_MAX_OPERANDS] = fe_calloc((size_t)sets + 1, sizeof *lay);
     if (!lay) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for layouts");
+    size_t each = 0;
+    for (int i = 0; i < s->op->n_operands; i++)
+        if (s->constant[i]) each += (fe_kernel_layout_bytes(k, i, NULL) + 63) & ~(size_t)63;
+    char *mem = each ? fe_pages_alloc(each * (size_t)sets) : NULL;
+    if (each && !mem) {
+        fe_free(lay);
+        return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for %d sets of layouts "
+                            "(%zu bytes each)", sets, each);
+    }
+#ifdef MADV_HUGEPAGE
+    if (mem) madvise(mem, each * (size_t)sets, MADV_HUGEPAGE);
+#endif
+    lay[sets][0] = mem;
+    lay[sets][1] = (void *)(uintptr_t)(each * (size_t)sets);
     for (int c = 0; c < sets; c++)
         for (int i = 0; i < s->op->n_operands; i++) {
             size_t bytes = s->constant[i] ? fe_kernel_layout_bytes(k, i, NULL) : 0;
             if (!bytes) continue;
             const fe_tensor *t = b->n_sets > 1 ? &b->sets[c][i] : &b->t[i];
-            lay[c][i] = fe_aligned_alloc(64, bytes);
-            fe_status st = lay[c][i] ? fe_kernel_make_layout(k, i, t, lay[c][i]) : FE_E_NOMEM;
+            lay[c][i] = mem;
+            mem += (bytes + 63) & ~(size_t)63;
+            fe_status st = fe_kernel_make_layout(k, i, t, lay[c][i]);
             if (st != FE_OK) {
-                fe_error_set(err, st, "tune: %s", st == FE_E_NOMEM ? "out of memory for a layout"
-                                                                   : fe_kernel_message(k));
+                fe_error_set(err, st, "tune: %s", fe_kernel_message(k));
                 layouts_free(lay, sets);
                 return st;
             }
