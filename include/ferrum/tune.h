@@ -215,7 +215,8 @@ FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
                                fe_cost_table **out, fe_error *err);
 /* Measures each call of the request as the graph now runs (fe_graph_call at every point,
  * the mean of their medians) into measured[0..n_calls) and records it in t (may be NULL) as
- * the call's measured time. A call's figure is kept in the cost cache under the call's
+ * the call's measured time. Before the first figure every call runs once at each point, so
+ * the graph's states (a KV cache) hold what the calls write when they are timed. A call's figure is kept in the cost cache under the call's
  * signature (each step's design, operands and values at every point): a later run of the
  * same graph at the same points takes it from there (cached[c] true; cached may be NULL)
  * unless opts->remeasure. */
