@@ -353,6 +353,25 @@ static void a_graph_table_prices_each_distinct_design_once_at_its_points(void **
     none.n_calls = 0;
     assert_int_equal(fe_tune_measure_calls_paired(test_dev, &req, &none, &o, NULL, &qa, &qb,
                                                   &cached, &err), FE_E_INVALID);
+    /* the same graph computes the same bytes; one with another weight does not, and the
+     * first call and point that differ are named */
+    bool same = false;
+    char where[96];
+    assert_int_equal(fe_tune_calls_same_outputs(&req, &req, &same, where, sizeof where, &err), FE_OK);
+    assert_true(same);
+    static float w2[64];
+    for (int i = 0; i < 64; i++) w2[i] = i == 5 ? 2.0f : 1.0f;
+    fe_graph *g2 = NULL;
+    assert_int_equal(fe_graph_create(test_dev, "small", small_body, NULL, &g2, NULL), FE_OK);
+    assert_int_equal(fe_graph_set_weight(g2, "w", fe_tensor_contiguous(w2, FE_DTYPE_F32, 1, &ws)), FE_OK);
+    fe_tune_graph_request other_w = req;
+    other_w.graph = g2;
+    assert_int_equal(fe_tune_calls_same_outputs(&req, &other_w, &same, where, sizeof where, &err), FE_OK);
+    assert_false(same);
+    assert_string_equal(where, "the call at point 1");
+    assert_int_equal(fe_tune_calls_same_outputs(&req, &none, &same, where, sizeof where, &err),
+                     FE_E_INVALID);
+    fe_graph_destroy(g2);
     /* a second run takes every design from the last table, unreliable figures too (said
      * so), with its dispatch and barrier figures when they are reliable */
     for (int d = 0; d < t->n_designs; d++)

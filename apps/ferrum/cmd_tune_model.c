@@ -160,6 +160,25 @@ static int session(fe_lm_model *m, const tune_model_args *a, const fe_profile *p
     return FE_EXIT_OK;
 }
 
+/* Whether the tuned session's graph computes the bytes of the defaults' (`ferrum generate
+ * --no-tuning`'s: every fold, no profile) at every call point of req, both fresh (a call's
+ * state depends on the calls before it). */
+static int same_as_defaults(fe_lm_model *m, const tune_model_args *a, fe_lm_session *tuned,
+                            const fe_tune_graph_request *req, bool *same, char *where,
+                            size_t where_n, const fe_cli_io *io) {
+    fe_lm_session *ref = NULL;
+    int code = session(m, a, NULL, FE_LM_FOLDS_ALL, NULL, NULL, &ref, io);
+    if (code != FE_EXIT_OK) return code;
+    fe_tune_graph_request r = *req, t = *req;
+    r.graph = fe_lm_session_graph(ref);
+    t.graph = fe_lm_session_graph(tuned);
+    fe_error err;
+    if (fe_tune_calls_same_outputs(&r, &t, same, where, where_n, &err) != FE_OK)
+        code = fail(io, err.message);
+    fe_lm_session_destroy(ref);
+    return code;
+}
+
 /* The table at path, or NULL (none there, --remeasure, or refused: said on stderr). */
 static fe_cost_table *previous_table(const char *path, bool remeasure, const fe_cli_io *io) {
     fe_cost_table *t = NULL;
@@ -292,6 +311,33 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
         if (code != FE_EXIT_OK) goto done;
         treq.graph = fe_lm_session_graph(tuned);
+        /* the tuned graph must compute the defaults' bytes (its settings are gated, but a
+         * fold left out computes a norm or an activation by another kernel: other bits, and
+         * other greedy tokens); if the folds change them, every fold is kept */
+        bool same = true;
+        char where[128];
+        code = same_as_defaults(m, a, tuned, &req, &same, where, sizeof where, io);
+        if (code != FE_EXIT_OK) goto done;
+        if (!same && folds_changed) {
+            fprintf(f, "\nthe priced folds changed the outputs' bytes (first at %s): every fold "
+                    "is kept, so that the tuned graph draws the defaults' tokens\n", where);
+            fe_fold_pricing_keep_all(fp);
+            folds_changed = false;
+            fe_lm_session_destroy(tuned);
+            tuned = NULL;
+            code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned,
+                           io);
+            if (code != FE_EXIT_OK) goto done;
+            treq.graph = fe_lm_session_graph(tuned);
+            code = same_as_defaults(m, a, tuned, &req, &same, where, sizeof where, io);
+            if (code != FE_EXIT_OK) goto done;
+        }
+        if (!same)
+            fprintf(f, "\nthe tuned settings changed the outputs' bytes (first at %s): each is "
+                    "within its op's tolerance, but greedy tokens may differ from the "
+                    "defaults'\n", where);
+        else
+            fprintf(f, "\nthe tuned graph computes the defaults' bytes at every call point\n");
     }
     if (!a->skip_measure) {
         fe_status mst = changed ? fe_tune_measure_calls_paired(dev, &req, &treq, &mo, table,

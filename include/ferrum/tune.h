@@ -223,6 +223,14 @@ FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
 FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                        const fe_tune_options *opts, fe_cost_table *t,
                                        fe_cost_figure *measured, bool *cached, fe_error *err);
+/* Whether two graphs compute the same bytes at the same calls: each call at each point on
+ * a, then on b (so their states advance alike), every output compared byte for byte. *same
+ * false names the first call and point that differed in `where`. A tuned graph whose fold
+ * decisions or settings are within tolerance rather than bit-identical can draw other
+ * greedy tokens; this tells. */
+FE_API fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a,
+                                            const fe_tune_graph_request *b, bool *same,
+                                            char *where, size_t where_n, fe_error *err);
 /* Two graphs at the same calls (a model's defaults against its tuned graph), measured in
  * turn point by point, three rounds (each figure the median of the rounds' means), so that
  * a host whose memory level or load drifts hits both alike: measured_a / measured_b are
@@ -298,6 +306,10 @@ FE_API fe_status fe_fold_pricing_to_profile(const fe_fold_pricing *p, fe_profile
  * recorded for fe_fold_pricing_to_profile. */
 FE_API bool fe_fold_pricing_keeps(void *pricing, const fe_fold_site *site);
 /* Groups priced, and those kept. */
+/* Every group kept (and every answer given so far turned to "kept"; the priced calls'
+ * times become the all-folds ones): what `ferrum tune` falls back to when the priced folds
+ * change the outputs' bits. */
+FE_API void fe_fold_pricing_keep_all(fe_fold_pricing *p);
 FE_API int fe_fold_pricing_groups(const fe_fold_pricing *p);
 FE_API int fe_fold_pricing_kept(const fe_fold_pricing *p);
 /* The modelled time of call c (the tables' order) with the folds as `mode` says: none

@@ -309,6 +309,12 @@ bool fe_fold_pricing_keeps(void *pricing, const fe_fold_site *site) {
     return answer(p, site, false);
 }
 
+void fe_fold_pricing_keep_all(fe_fold_pricing *p) {
+    for (int g = 0; g < p->n_groups; g++) p->groups[g].kept = true;
+    for (int i = 0; i < p->n_asked; i++) p->asked[i].kept = true;
+    for (int c = 0; c < p->n_calls; c++) p->priced_ns[c] = p->all_ns[c];
+}
+
 int fe_fold_pricing_groups(const fe_fold_pricing *p) { return p->n_groups; }
 
 int fe_fold_pricing_kept(const fe_fold_pricing *p) {

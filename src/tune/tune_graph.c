@@ -525,6 +525,47 @@ static fe_status write_states(const fe_tune_graph_request *const *reqs, int n,
     return FE_OK;
 }
 
+fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a, const fe_tune_graph_request *b,
+                                     bool *same, char *where, size_t where_n, fe_error *err) {
+    *same = true;
+    if (where_n) where[0] = 0;
+    fe_status st = check_request(a, err);
+    if (st == FE_OK) st = check_request(b, err);
+    if (st != FE_OK) return st;
+    if (a->n_calls != b->n_calls)
+        return fe_error_set(err, FE_E_INVALID, "tune: two graphs are compared at the same "
+                            "calls: give both requests the same calls");
+    fe_tensor oa[MAX_OUTPUTS], ob[MAX_OUTPUTS];
+    for (int c = 0; c < a->n_calls; c++)
+        for (int p = 0; p < a->calls[c].n_points; p++) {
+            const fe_tune_graph_request *g[2] = {a, b};
+            fe_tensor *o[2] = {oa, ob};
+            int n[2] = {0, 0};
+            for (int k = 0; k < 2; k++) {
+                const fe_tune_call *call = &g[k]->calls[c];
+                st = fe_graph_call(g[k]->graph, call->inputs, call->n_inputs,
+                                   call->words + p * call->n_words, call->n_words, o[k],
+                                   MAX_OUTPUTS, &n[k]);
+                if (st != FE_OK)
+                    return fe_error_set(err, st, "tune: calling %s: %s", call->name,
+                                        fe_graph_message(g[k]->graph));
+            }
+            bool eq = n[0] == n[1];
+            for (int i = 0; eq && i < n[0]; i++) {
+                size_t bytes = fe_dtype_bytes(oa[i].dtype, fe_tensor_numel(&oa[i]));
+                eq = oa[i].dtype == ob[i].dtype &&
+                     fe_tensor_numel(&oa[i]) == fe_tensor_numel(&ob[i]) && /* whole outputs */
+                     memcmp(oa[i].data, ob[i].data, bytes) == 0;
+            }
+            if (!eq && *same) {
+                *same = false;
+                if (where_n)
+                    snprintf(where, where_n, "the %s at point %d", a->calls[c].name, p + 1);
+            }
+        }
+    return FE_OK;
+}
+
 /* fe_tune_measure_calls (n = 1) and fe_tune_measure_calls_paired (n = 2): each call's
  * figures through the cost cache, keyed by the graphs' signatures (a pair's by both). */
 static fe_status measure_calls(fe_device *dev, const fe_tune_graph_request *const *reqs, int n,
