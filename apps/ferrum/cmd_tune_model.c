@@ -161,7 +161,7 @@ static int session(fe_lm_model *m, const tune_model_args *a, const fe_profile *p
 }
 
 /* Whether the tuned session's graph computes the bytes of the defaults' (`ferrum generate
- * --no-tuning`'s: every fold, no profile) at every call point of req, both fresh (a call's
+ * --no-tuning`'s: every fold, no profile) at each call of req, both fresh (a call's
  * state depends on the calls before it). */
 static int same_as_defaults(fe_lm_model *m, const tune_model_args *a, fe_lm_session *tuned,
                             const fe_tune_graph_request *req, bool *same, char *where,
@@ -337,7 +337,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
                     "within its op's tolerance, but greedy tokens may differ from the "
                     "defaults'\n", where);
         else
-            fprintf(f, "\nthe tuned graph computes the defaults' bytes at every call point\n");
+            fprintf(f, "\nthe tuned graph computes the defaults' bytes at every call\n");
     }
     if (!a->skip_measure) {
         fe_status mst = changed ? fe_tune_measure_calls_paired(dev, &req, &treq, &mo, table,

@@ -223,8 +223,9 @@ FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
 FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                        const fe_tune_options *opts, fe_cost_table *t,
                                        fe_cost_figure *measured, bool *cached, fe_error *err);
-/* Whether two graphs compute the same bytes at the same calls: each call at each point on
- * a, then on b (so their states advance alike), every output compared byte for byte. *same
+/* Whether two graphs compute the same bytes at the same calls: each call at its first point
+ * (every point runs the same kernels; one keeps a warm `ferrum tune` short) on a, then on b
+ * (so their states advance alike), every output compared byte for byte. *same
  * false names the first call and point that differed in `where`. A tuned graph whose fold
  * decisions or settings are within tolerance rather than bit-identical can draw other
  * greedy tokens; this tells. */
