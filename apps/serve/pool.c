@@ -354,10 +354,25 @@ static bool choice_end(serve_job *j, int c, const char *failed, const fe_lm_gene
     return go_on;
 }
 
-/* The job's end: the metrics, then its last event and its waiters woken (so a client that
- * has its answer finds it counted). */
+/* The slot free again (if it still holds j): the next job queued may take it. */
+static void free_slot(slot *s, serve_job *j) {
+    serve_pool *p = s->pool;
+    pthread_mutex_lock(&p->mu);
+    if (s->job == j) {
+        s->job = NULL;
+        p->busy--;
+        assign_locked(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The job's end: its rows remembered and its slot freed, the metrics, then its last event
+ * and its waiters woken (so a client that has its answer finds it counted, and finds the
+ * slot that holds its prompt's rows free for its next request: freed after the answer, a
+ * quick follow-up could go to another slot and reuse nothing). */
 static void job_done(slot *s, serve_job *j) {
     remember_cache(s, j);
+    free_slot(s, j);
     pthread_mutex_lock(&j->mu);
     job_end end = j->end == JOB_RUNNING ? JOB_FINISHED : j->end;
     reply_usage usage = j->usage;
@@ -388,14 +403,10 @@ static bool over_before_start(slot *s, serve_job *j) {
     return over;
 }
 
-/* The slot is free again: the next job queued may take it. */
+/* The slot's hold on j ends: the slot freed (unless job_done did, and another job may
+ * already hold it), j's reference dropped. */
 static void release_slot(slot *s, serve_job *j) {
-    serve_pool *p = s->pool;
-    pthread_mutex_lock(&p->mu);
-    s->job = NULL;
-    p->busy--;
-    assign_locked(p);
-    pthread_mutex_unlock(&p->mu);
+    free_slot(s, j);
     job_release(j);
 }
 
