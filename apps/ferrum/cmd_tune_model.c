@@ -291,7 +291,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     for (int g = 0; g < fe_narrowing_groups(n); g++)
         changed = changed || strcmp(fe_narrowing_choice(n, g), "default") != 0;
     fe_cost_figure measured[2], measured_tuned[2];
-    bool cached[2] = {false, false}, cached_tuned[2] = {false, false};
+    bool cached[2] = {false, false}; /* a pair's: both graphs' figures from the cache */
     fe_tune_options mo = o;
     mo.warmup = 1;
     mo.min_samples = 3;
@@ -349,7 +349,6 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
-        memcpy(cached_tuned, cached, sizeof cached_tuned);
     }
     const fe_cost_figure dispatch = fe_cost_table_dispatch(table),
                          barrier = fe_cost_table_barrier(table);
@@ -366,8 +365,8 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     print_calls(f, "defaults", n, fp, &req, a->skip_measure ? NULL : measured, cached, false,
                 workers);
     if (changed) {
-        print_calls(f, "tuned", n, fp, &req, a->skip_measure ? NULL : measured_tuned, cached_tuned,
-                    true, workers);
+        print_calls(f, "tuned", n, fp, &req, a->skip_measure ? NULL : measured_tuned, cached, true,
+                    workers);
         if (folds_changed)
             fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "
                     "them, plus what narrowing's settings change)\n");

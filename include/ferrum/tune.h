@@ -216,17 +216,17 @@ FE_API fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
 /* Measures each call of the request as the graph now runs (fe_graph_call at every point,
  * the mean of their medians) into measured[0..n_calls) and records it in t (may be NULL) as
  * the call's measured time. Before the first figure every call runs once at each point, so
- * the graph's states (a KV cache) hold what the calls write when they are timed. A call's figure is kept in the cost cache under the call's
- * signature (each step's design, operands and values at every point): a later run of the
- * same graph at the same points takes it from there (cached[c] true; cached may be NULL)
- * unless opts->remeasure. */
+ * the graph's states (a KV cache) hold what the calls write when they are timed. A call's
+ * figure is kept in the cost cache under the call's signature (each step's design, operands
+ * and values at every point): a later run of the same graph at the same points takes it from
+ * there (cached[c] true; cached may be NULL) unless opts->remeasure. */
 FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_request *req,
                                        const fe_tune_options *opts, fe_cost_table *t,
                                        fe_cost_figure *measured, bool *cached, fe_error *err);
 /* Whether two graphs compute the same bytes at the same calls: each call at its first point
  * (every point runs the same kernels; one keeps a warm `ferrum tune` short) on a, then on b
- * (so their states advance alike), every output compared byte for byte. *same
- * false names the first call and point that differed in `where`. A tuned graph whose fold
+ * (so their states advance alike), every output compared byte for byte. *same false names
+ * the first call and point that differed in `where`. A tuned graph whose fold
  * decisions or settings are within tolerance rather than bit-identical can draw other
  * greedy tokens; this tells. */
 FE_API fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a,

@@ -58,6 +58,14 @@ void *fe_pages_alloc(size_t n) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *fe_pages_alloc_huge(size_t n) {
+    void *p = fe_pages_alloc(n);
+#ifdef MADV_HUGEPAGE
+    if (p) madvise(p, n ? n : 1, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 void fe_pages_free(void *p, size_t n) {
     if (p) munmap(p, n ? n : 1);
 }

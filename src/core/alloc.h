@@ -19,6 +19,10 @@ char *fe_strdup(const char *s);
  * until it is first written, so a large state such as a KV cache is resident only as far as
  * it is used. Release with fe_pages_free(p, n), same n. */
 void *fe_pages_alloc(size_t n);
+/* The same, asking for huge pages where the kernel gives them (madvise): a model's weight
+ * layouts (GBs, and 4 KiB pages first-touched one by one cost seconds of faults), and the
+ * tuner's copies of them, read as a call reads the model's. */
+void *fe_pages_alloc_huge(size_t n);
 void fe_pages_free(void *p, size_t n);
 
 /* Test hook: the n-th allocation from now (1-based) and every one after it fail; 0 disarms.

@@ -10,7 +10,6 @@
  * the steps that read it as stored; a layout costs its bytes beside the weight's. */
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "graph/internal.h"
@@ -109,14 +108,11 @@ static fe_status layout_of(fe_graph *g, fe_layout_store *st, fe_version *v, int 
     }
     /* straight from the OS, in huge pages where the kernel gives them: a model's layouts
      * are GBs, and 4 KiB pages first-touched one by one cost seconds of faults */
-    void *mem = fe_pages_alloc(bytes);
+    void *mem = fe_pages_alloc_huge(bytes);
     if (!mem)
         return fe_error_set(&g->err, FE_E_NOMEM, "graph \"%s\": out of memory for the %zu-byte "
                             "layout of weight \"%s\" (%s reads it repacked)", g->name, bytes,
                             path, op->name);
-#ifdef MADV_HUGEPAGE
-    madvise(mem, bytes, MADV_HUGEPAGE);
-#endif
     fe_status rc = fe_kernel_make_layout(k, i, t, mem);
     if (rc != FE_OK) {
         fe_pages_free(mem, bytes);

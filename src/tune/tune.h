@@ -59,9 +59,10 @@ fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_ten
                                fe_error *err);
 void fe_tune_buffers_deinit(fe_tune_buffers *b);
 /* Copies of the inputs spanning at least `bytes` together (at most FE_TUNE_MAX_COPIES sets;
- * two at least while the inputs are under twice `bytes`), so a run that takes the next set finds its inputs in memory, not in the cache, as a step
- * of a model's call finds its weights. The input hash changes with it (a figure from memory
- * is not one from the cache). FE_E_NOMEM when the copies cannot be made (b as it was). */
+ * two at least while the inputs are under twice `bytes`), so a run that takes the next set
+ * finds its inputs in memory, not in the cache, as a step of a model's call finds its
+ * weights. The input hash changes with it (a figure from memory is not one from the cache).
+ * FE_E_NOMEM when the copies cannot be made (b as it was). */
 fe_status fe_tune_buffers_spread(fe_tune_buffers *b, const fe_op *op, size_t bytes, fe_error *err);
 /* The next set of operands to run on (t itself when not spread). */
 const fe_tensor *fe_tune_buffers_next(fe_tune_buffers *b);

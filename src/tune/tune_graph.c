@@ -394,16 +394,22 @@ typedef struct call_run {
     const fe_tune_call *call;
     int point;
     fe_status st;
+    fe_tensor outs[MAX_OUTPUTS]; /* the last call's outputs */
+    int n_outs;
 } call_run;
 
 static void run_call(void *ctx) {
     call_run *c = ctx;
-    fe_tensor outs[MAX_OUTPUTS];
-    int n = 0;
     fe_status st = fe_graph_call(c->g, c->call->inputs, c->call->n_inputs,
                                  c->call->words + c->point * c->call->n_words, c->call->n_words,
-                                 outs, MAX_OUTPUTS, &n);
+                                 c->outs, MAX_OUTPUTS, &c->n_outs);
     if (c->st == FE_OK) c->st = st;
+}
+
+/* The error of a call that failed, naming it. */
+static fe_status call_failed(const call_run *run, fe_error *err) {
+    return fe_error_set(err, run->st, "tune: calling %s: %s", run->call->name,
+                        fe_graph_message(run->g));
 }
 
 /* The signature of call c as the graph now runs it: every step's work key at every point
@@ -475,9 +481,7 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
                 call_run run = {reqs[g]->graph, &reqs[g]->calls[c], p, FE_OK};
                 char why[200];
                 fe_cost_figure f = fe_tune_probe(run_call, &run, width, &po, why, sizeof why);
-                if (run.st != FE_OK)
-                    return fe_error_set(err, run.st, "tune: calling %s: %s", call->name,
-                                        fe_graph_message(reqs[g]->graph));
+                if (run.st != FE_OK) return call_failed(&run, err);
                 const double share = 1.0 / call->n_points, of_rounds = share / rounds;
                 mean[g][r] += f.median_ns * share;
                 sums[g].p10_ns += f.p10_ns * of_rounds;
@@ -518,10 +522,7 @@ static fe_status write_states(const fe_tune_graph_request *const *reqs, int n,
             for (int p = 0; p < reqs[g]->calls[c].n_points; p++) {
                 call_run run = {reqs[g]->graph, &reqs[g]->calls[c], p, FE_OK};
                 run_call(&run);
-                if (run.st != FE_OK)
-                    return fe_error_set(err, run.st, "tune: calling %s: %s",
-                                        reqs[g]->calls[c].name,
-                                        fe_graph_message(reqs[g]->graph));
+                if (run.st != FE_OK) return call_failed(&run, err);
             }
     return FE_OK;
 }
@@ -536,34 +537,25 @@ fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a, const fe_tu
     if (a->n_calls != b->n_calls)
         return fe_error_set(err, FE_E_INVALID, "tune: two graphs are compared at the same "
                             "calls: give both requests the same calls");
-    fe_tensor oa[MAX_OUTPUTS], ob[MAX_OUTPUTS];
-    for (int c = 0; c < a->n_calls; c++)
-        for (int p = 0; p < 1; p++) { /* the first point: every point runs the same kernels */
-            const fe_tune_graph_request *g[2] = {a, b};
-            fe_tensor *o[2] = {oa, ob};
-            int n[2] = {0, 0};
-            for (int k = 0; k < 2; k++) {
-                const fe_tune_call *call = &g[k]->calls[c];
-                st = fe_graph_call(g[k]->graph, call->inputs, call->n_inputs,
-                                   call->words + p * call->n_words, call->n_words, o[k],
-                                   MAX_OUTPUTS, &n[k]);
-                if (st != FE_OK)
-                    return fe_error_set(err, st, "tune: calling %s: %s", call->name,
-                                        fe_graph_message(g[k]->graph));
-            }
-            bool eq = n[0] == n[1];
-            for (int i = 0; eq && i < n[0]; i++) {
-                size_t bytes = fe_dtype_bytes(oa[i].dtype, fe_tensor_numel(&oa[i]));
-                eq = oa[i].dtype == ob[i].dtype &&
-                     fe_tensor_numel(&oa[i]) == fe_tensor_numel(&ob[i]) && /* whole outputs */
-                     memcmp(oa[i].data, ob[i].data, bytes) == 0;
-            }
-            if (!eq && *same) {
-                *same = false;
-                if (where_n)
-                    snprintf(where, where_n, "the %s at point %d", a->calls[c].name, p + 1);
-            }
+    /* each call's first point: every point runs the same kernels */
+    for (int c = 0; c < a->n_calls; c++) {
+        call_run run[2] = {{a->graph, &a->calls[c], 0, FE_OK}, {b->graph, &b->calls[c], 0, FE_OK}};
+        for (int k = 0; k < 2; k++) {
+            run_call(&run[k]);
+            if (run[k].st != FE_OK) return call_failed(&run[k], err);
         }
+        const fe_tensor *oa = run[0].outs, *ob = run[1].outs;
+        bool eq = run[0].n_outs == run[1].n_outs;
+        for (int i = 0; eq && i < run[0].n_outs; i++) { /* whole outputs: numel elements */
+            const int64_t numel = fe_tensor_numel(&oa[i]);
+            eq = oa[i].dtype == ob[i].dtype && numel == fe_tensor_numel(&ob[i]) &&
+                 memcmp(oa[i].data, ob[i].data, fe_dtype_bytes(oa[i].dtype, numel)) == 0;
+        }
+        if (!eq && *same) {
+            *same = false;
+            if (where_n) snprintf(where, where_n, "the %s at point 1", a->calls[c].name);
+        }
+    }
     return FE_OK;
 }
 

@@ -10,9 +10,7 @@
  * measured alone on the pool and stored (an unreliable figure too, marked so: a later run
  * reuses it, saying "cached (unreliable: spread X%)", unless --remeasure). */
 #include <inttypes.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
@@ -25,11 +23,19 @@ fe_tune_options fe_tune_options_default(void) {
                              .seed = 0x5eed7e57u, .warmup = 3, .min_samples = 5};
 }
 
+/* The layouts of every set of inputs (layouts_make): one region from the OS in huge pages,
+ * as a model's layout store gives them, so a probe reads its layouts as a call does. */
+typedef struct probe_layouts {
+    void *(*set)[FE_MAX_OPERANDS]; /* per set: its inputs' layouts, into mem */
+    char *mem;
+    size_t bytes;
+} probe_layouts;
+
 /* What one run of a kernel sees, for the probes. */
 typedef struct run_ctx {
     fe_kernel *k;
     fe_tune_buffers *b; /* each run takes its next set of inputs */
-    void *(*lay)[FE_MAX_OPERANDS]; /* per set: its inputs' layouts (layouts_make), or NULL */
+    const probe_layouts *lay; /* or NULL */
     int n_t;
     const int64_t *values;
     int n_values;
@@ -39,7 +45,7 @@ static void run_kernel(void *ctx) {
     run_ctx *r = ctx;
     int set = r->b->n_sets > 1 ? r->b->next_set : 0;
     const fe_tensor *t = fe_tune_buffers_next(r->b);
-    fe_kernel_run_layouts(r->k, t, r->n_t, r->lay ? (const void *const *)r->lay[set] : NULL,
+    fe_kernel_run_layouts(r->k, t, r->n_t, r->lay ? (const void *const *)r->lay->set[set] : NULL,
                           r->values, r->n_values);
 }
 
@@ -51,47 +57,45 @@ static bool reads_layouts(const fe_kernel *k, const fe_tune_shape *s) {
     return any;
 }
 
-/* The layouts of every set lie in one region from the OS in huge pages, as a model's layout
- * store gives them (4 KiB pages scattered by malloc cost each small step TLB misses that the
- * model's calls never pay); row `sets` of lay holds the region and its size. */
-static void layouts_free(void *(*lay)[FE_MAX_OPERANDS], int sets) {
-    if (lay && lay[sets][0]) fe_pages_free(lay[sets][0], (size_t)(uintptr_t)lay[sets][1]);
+static void layouts_free(probe_layouts *lay) {
+    if (!lay) return;
+    fe_pages_free(lay->mem, lay->bytes);
+    fe_free(lay->set);
     fe_free(lay);
 }
 
 /* The layouts k reads its constant inputs from, made once for every set of b's inputs (as
  * a plan makes them for its weights). */
 static fe_status layouts_make(fe_kernel *k, const fe_tune_shape *s, const fe_tune_buffers *b,
-                              void *(**out)[FE_MAX_OPERANDS], fe_error *err) {
+                              probe_layouts **out, fe_error *err) {
     *out = NULL;
     int sets = b->n_sets > 1 ? b->n_sets : 1;
-    void *(*lay)[FE_MAX_OPERANDS] = fe_calloc((size_t)sets + 1, sizeof *lay);
-    if (!lay) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for layouts");
     size_t each = 0;
     for (int i = 0; i < s->op->n_operands; i++)
         if (s->constant[i]) each += (fe_kernel_layout_bytes(k, i, NULL) + 63) & ~(size_t)63;
-    char *mem = each ? fe_pages_alloc(each * (size_t)sets) : NULL;
-    if (each && !mem) {
-        fe_free(lay);
+    probe_layouts *lay = fe_calloc(1, sizeof *lay);
+    if (lay) lay->set = fe_calloc((size_t)sets, sizeof *lay->set);
+    if (lay && lay->set && each) {
+        lay->bytes = each * (size_t)sets;
+        lay->mem = fe_pages_alloc_huge(lay->bytes);
+    }
+    if (!lay || !lay->set || (each && !lay->mem)) {
+        layouts_free(lay);
         return fe_error_set(err, FE_E_NOMEM, "tune: out of memory for %d sets of layouts "
                             "(%zu bytes each)", sets, each);
     }
-#ifdef MADV_HUGEPAGE
-    if (mem) madvise(mem, each * (size_t)sets, MADV_HUGEPAGE);
-#endif
-    lay[sets][0] = mem;
-    lay[sets][1] = (void *)(uintptr_t)(each * (size_t)sets);
+    char *mem = lay->mem;
     for (int c = 0; c < sets; c++)
         for (int i = 0; i < s->op->n_operands; i++) {
             size_t bytes = s->constant[i] ? fe_kernel_layout_bytes(k, i, NULL) : 0;
             if (!bytes) continue;
             const fe_tensor *t = b->n_sets > 1 ? &b->sets[c][i] : &b->t[i];
-            lay[c][i] = mem;
+            lay->set[c][i] = mem;
             mem += (bytes + 63) & ~(size_t)63;
-            fe_status st = fe_kernel_make_layout(k, i, t, lay[c][i]);
+            fe_status st = fe_kernel_make_layout(k, i, t, lay->set[c][i]);
             if (st != FE_OK) {
                 fe_error_set(err, st, "tune: %s", fe_kernel_message(k));
-                layouts_free(lay, sets);
+                layouts_free(lay);
                 return st;
             }
         }
@@ -161,7 +165,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
     char label[300];
     snprintf(label, sizeof label, "%s %s", op->name, row->setting);
     int64_t seen[FE_TUNE_MAX_POINTS + LADDER_STEPS][FE_MAX_VALUES];
-    void *(*lay)[FE_MAX_OPERANDS] = NULL; /* made at the first point measured */
+    probe_layouts *lay = NULL; /* made at the first point measured */
     /* a design read from layouts costs other than the same design packing per call */
     const uint64_t laid = reads_layouts(k, s) ? 0x1a7d0a75ull : 0;
     fe_cost_figure seen_fig[sizeof seen / sizeof seen[0]];
@@ -186,7 +190,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
             fe_status st = fe_cost_cache_get(cache, &key, &f, &hit, &cerr);
             if (st == FE_E_FORMAT || st == FE_E_IO) note(r, cerr.message);
             else if (st != FE_OK) {
-                layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
+                layouts_free(lay);
                 return fe_error_set(err, st, "%s", cerr.message);
             }
             if (hit && o->recheck_setting && strcmp(row->setting, o->recheck_setting) == 0) {
@@ -233,7 +237,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
         row->flops += fl / steps;
         row->bytes += by / steps;
     }
-    layouts_free(lay, b->n_sets > 1 ? b->n_sets : 1);
+    layouts_free(lay);
     row->cost = sum;
     return FE_OK;
 }
