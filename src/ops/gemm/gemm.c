@@ -73,11 +73,13 @@ static const fe_tunable_decl tunables[] = {
                 "packed; 0 = A rounded to bf16 values while packing and the f32 FMA "
                 "micro-kernel; the same products (resolve sets 1 where the device has "
                 "avx512bf16 and turns it off elsewhere)"},
-    [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
-                 true,
+    [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
+                 0, true,
                  "act_int8 integer sums: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
-                 "device has avx512vnni and turns it off elsewhere); 0 = vpmaddubsw + "
-                 "vpmaddwd; the same integers"},
+                 "device has avx512vnni); 2 = q8_0 B widened to int16 k-pairs while packing, "
+                 "times A's int16 pairs by vpmaddwd (AVX2 only; resolve sets it there for "
+                 "q8_0); 0 = vpmaddubsw + vpmaddwd (q8_0: B's sign moved onto A by vpsignb); "
+                 "the same integers (a value that cannot run is turned to the default)"},
     [GM_PANELS] = {"b_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
                    1, true,
                    "act_int8 over q8_0, q4_0 or q4_1 B (AVX2, AVX-512): 1 = B's int8 panels "
@@ -199,18 +201,24 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
  * sweeps read it again. One worker, CPU time, alternated call by call, 20 distinct B a run
  * so that they come from memory as a model's do, against KC 384 / NC 2048: q4_1 512 x 1536 x
  * 576 +4.7 %, 512 x 576 x 1536 +5.6 %, q8_0 512 x 2048 x 2048 +6.1 %, 512 x 2048 x 8192
- * +1.5 %; AVX2's half-rate tile ran 0-6 % slower at NC 512, so it keeps the LLC's share. */
+ * +1.5 %; AVX2's half-rate tile ran 0-6 % slower at NC 512, so it keeps the LLC's share.
+ * int8_dot = 2 (pairs16.inc) packs at 2.125 bytes a weight, 32 columns a panel: KC 256 by
+ * the same rule, and NC a third of L2 as on AVX-512 (its panel stays in L1 either way; NC
+ * bounds the strip of C each K block walks again). */
 static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, double l1,
                                 double l2) {
     const fe_dtype bdt = c->operands[GM_B].dtype;
     if (c->params[GM_P_INT8] == 0 || fe_kq_serves(bdt) || c->dev->isa < FE_ISA_AVX2) return;
-    const double col = GM_I8_BLOCK_WORDS * 4.0 / GM_KSTEP; /* bytes a weight, packed */
-    const int nr = c->dev->isa >= FE_ISA_AVX512 ? GM_NR_I8_AVX512 : GM_NR_I8_AVX2;
+    const bool w16 = c->tunables[GM_DOT8] == GM_DOT8_PAIRS16; /* resolved before */
+    const double col = (w16 ? GM_W16_BLOCK_WORDS : GM_I8_BLOCK_WORDS) * 4.0 / GM_KSTEP;
+    const int nr = c->dev->isa >= FE_ISA_AVX512 ? GM_NR_I8_AVX512
+                 : w16                          ? GM_NR_W16_AVX2
+                                                : GM_NR_I8_AVX2;
     if (!kc_given) {
         c->tunables[GM_KC] = fit_choice(&tunables[GM_KC], col * nr, l1 * 2 / 3);
         if (c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
     }
-    if (!nc_given && c->dev->isa >= FE_ISA_AVX512)
+    if (!nc_given && (c->dev->isa >= FE_ISA_AVX512 || w16))
         c->tunables[GM_NC] =
             fit_choice(&tunables[GM_NC], col * (double)c->tunables[GM_KC], l2 / 3);
 }
@@ -223,10 +231,14 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GM_DOT] = can ? GM_DOT_DEFAULT : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
-    bool vnni = c->params[GM_P_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
-                c->dev->features.avx512vnni;
-    if (!c->tunable_set[GM_DOT8] || !vnni) {
-        c->tunables[GM_DOT8] = vnni;
+    const bool i8 = c->params[GM_P_INT8] != 0;
+    const bool vnni = i8 && c->dev->isa >= FE_ISA_AVX512 && c->dev->features.avx512vnni;
+    const bool pairs16 = i8 && c->dev->isa == FE_ISA_AVX2 &&
+                         c->operands[GM_B].dtype == FE_DTYPE_Q8_0;
+    const int64_t dot8 = c->tunables[GM_DOT8];
+    if (!c->tunable_set[GM_DOT8] || (dot8 == GM_DOT8_VNNI && !vnni) ||
+        (dot8 == GM_DOT8_PAIRS16 && !pairs16)) {
+        c->tunables[GM_DOT8] = vnni ? GM_DOT8_VNNI : pairs16 ? GM_DOT8_PAIRS16 : GM_DOT8_MADD;
         c->tunable_set[GM_DOT8] = true;
     }
     const bool panels = gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype,
@@ -620,6 +632,11 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     {.name = "q4_1/int8_madd", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    /* the int16 k-pairs pinned (AVX2's q8_0 default; elsewhere resolve turns it to the
+     * device's own): an odd M (a one-row tile), N past a 32-column panel, K over 4 K blocks
+     * of 256 and a 64-column rest */
+    {.name = "q8_0/int8_pairs16", SHAPE(31, 97, 1088), I8, .absent = NO_RES,
+     .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
     /* q8_0 from the GEMV's panels pinned, so an AVX2 machine (rows by default) checks it */
     {.name = "q8_0/int8_panels", SHAPE(29, 65, 736), I8, .absent = NO_RES,
      .tunables = {{"b_panels", 1}}, .n_tunables = 1},

@@ -89,6 +89,13 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_NR_I8_AVX2 8
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
+/* int8_dot = 2 (pairs16.inc: q8_0 on AVX2 by int16 k-pairs and vpmaddwd): 2 rows x 32
+ * columns, 8 int32 sums, four B vectors, one broadcast of A; per column and 32-block 16
+ * words of int16 pairs and d */
+#define GM_MR_W16_AVX2 2
+#define GM_NR_W16_AVX2 32
+#define GM_W16_BLOCK_WORDS 17
+enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16 }; /* int8_dot choices */
 /* whether b_panels = 1 serves, on AVX2 or AVX-512 (the scalar kernel reads B's rows as
  * stored): act_int8 over q8_0, q4_0 or q4_1 (B's int8 panels packed from the GEMV's panel
  * layout), or bf16 B on the f32 path, bf16_dot = 0 (B's f32 panels widened from the k-pair
@@ -139,6 +146,7 @@ typedef struct gm_plan {
     bool rows;             /* bf16 A rows dotted with B's rows unpacked (bf16rows.inc) */
     bool i8;               /* act_int8: quantised A, int8 k-quad B panels (int8.inc) */
     bool vnni;             /* act_int8 by vpdpbusd (int8_dot = 1) */
+    bool w16;              /* act_int8 over q8_0 by int16 k-pairs (int8_dot = 2, AVX2) */
     int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
     int64_t kc;            /* the deepest K block (see gm_kblock) */
     int64_t ap, bp, tmp;   /* 4-byte words per worker: packed A (rows: mc rows of A as bf16,
@@ -164,6 +172,8 @@ static inline int64_t gm_rows_ldw(int64_t kc) { return (kc + 31) / 32 * 16 + 16;
  * correction, -offset times the block's sum of q) and dxt (f32: dx times the sum of q, q4_1's
  * m term), each an array of K / 32; rounded to 64 bytes. */
 static inline int64_t gm_i8_row_words(int64_t K) { return (K / 4 + 3 * (K / 32) + 15) / 16 * 16; }
+/* int8_dot = 2: one row of A as int16 pairs (K / 2 words), then dx per 32-block; 64 bytes */
+static inline int64_t gm_w16_row_words(int64_t K) { return (K / 2 + K / 32 + 15) / 16 * 16; }
 
 /* x rounded to bf16 as VCVTNEPS2BF16 rounds it (act_bf16), kept as f32: to nearest, ties to
  * even; a denormal becomes a signed zero; a NaN stays NaN (quiet); past bf16's largest

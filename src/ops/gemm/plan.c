@@ -50,13 +50,16 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->dot = avx512_dot && d->tunables[GM_DOT] == GM_DOT_PACKED;
     p->rows = avx512_dot && d->tunables[GM_DOT] == GM_DOT_ROWS;
     p->i8 = d->params[GM_P_INT8] != 0;
-    p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] != 0;
+    p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_VNNI;
     const fe_dtype bdt = d->dtypes[GM_B];
     const bool kq = p->i8 && gm_kq_nsub(bdt) + (bdt == FE_DTYPE_Q5_0) > 0; /* kquant.inc */
+    p->w16 = p->i8 && d->isa == FE_ISA_AVX2 && bdt == FE_DTYPE_Q8_0 &&
+             d->tunables[GM_DOT8] == GM_DOT8_PAIRS16;
     if (p->rows) p->mr = GM_MR_ROWS, p->nr = GM_NR_ROWS;
     else if (kq && d->isa == FE_ISA_AVX512) p->mr = GM_MR_KQ_AVX512, p->nr = GM_NR_KQ_AVX512;
     else if (kq && d->isa == FE_ISA_AVX2) p->mr = GM_MR_KQ_AVX2, p->nr = GM_NR_KQ_AVX2;
     else if (p->i8 && d->isa == FE_ISA_AVX512) p->mr = GM_MR_I8_AVX512, p->nr = GM_NR_I8_AVX512;
+    else if (p->w16) p->mr = GM_MR_W16_AVX2, p->nr = GM_NR_W16_AVX2;
     else if (p->i8 && d->isa == FE_ISA_AVX2) p->mr = GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
     else gm_tile(d->isa, &p->mr, &p->nr);
     int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
@@ -76,7 +79,12 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->kb = round_up(d->tunables[GM_KC], ks);
     p->kc = min64(round_up(p->kb + p->kb / 4, ks), round_up(K, ks));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
-    if (p->i8) { /* every row of A quantised (a worker may have them all); int8 B panels */
+    if (p->w16) { /* every row of A as int16 pairs, one int8 row on the way; pair panels */
+        const int64_t kr = round_up(K, GM_KSTEP);
+        p->ap = round_up(M, p->mr) * gm_w16_row_words(kr);
+        p->bp = p->nr * (p->kc / GM_KSTEP) * GM_W16_BLOCK_WORDS; /* one panel at a time */
+        p->tmp = gm_i8_row_words(kr);
+    } else if (p->i8) { /* every row of A quantised (a worker may have them all); int8 B panels */
         p->ap = round_up(M, p->mr) * gm_i8_row_words(round_up(K, GM_KSTEP));
         p->bp = d->isa == FE_ISA_SCALAR ? 0
                 : kq ? p->nc * (p->kc / gm_kq_sb(bdt)) * gm_kq_block_words(bdt)
