@@ -281,24 +281,31 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     assert_string_equal(fe_tune_result_row(r, 0)->setting, "default");
     assert_int_equal(fe_tune_result_row(first, 1)->verdict, FE_TUNE_CANDIDATE);
     fe_tune_result_destroy(r);
-    /* recheck_setting: that one setting measured again and its new figure kept */
+    /* recheck_setting: that one setting measured again in turn with the default, both new
+     * figures kept (any other is reused, or measured in turn itself as the fastest) */
     o = quick();
     const char *again = fe_tune_result_row(first, 1)->setting;
     o.recheck_setting = again;
     assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
-    for (int i = 0; i < fe_tune_result_count(r); i++) {
+    const fe_tune_row *def = fe_tune_result_row(r, 0);
+    assert_false(def->cached);
+    if (!strstr(def->reason, "measured again in turn with \""))
+        fail_msg("the default's reason: \"%s\"", def->reason);
+    for (int i = 1; i < fe_tune_result_count(r); i++) {
         const fe_tune_row *b = fe_tune_result_row(r, i);
         if (b->verdict != FE_TUNE_CANDIDATE) continue;
         if (strcmp(b->setting, again) != 0) {
-            assert_true(b->cached);
+            assert_true(b->cached || b->in_turn);
             continue;
         }
         assert_false(b->cached);
-        if (!strstr(b->reason, "measured again as the fastest"))
+        assert_true(b->in_turn);
+        if (!strstr(b->reason, "measured again in turn with the default"))
             fail_msg("row %d's reason: \"%s\"", i, b->reason);
     }
     fe_tune_result_destroy(r);
-    /* reliable figures (a spread bound nothing exceeds) are hits under recheck */
+    /* reliable figures (a spread bound nothing exceeds) are hits under recheck (but for a
+     * setting faster than the default, which fe_tune_op measures again in turn with it) */
     fe_tune_result_destroy(first);
     o = quick();
     o.max_spread = 1e9, o.remeasure = true;
@@ -308,7 +315,7 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     for (int i = 0; i < fe_tune_result_count(r); i++) {
         const fe_tune_row *b = fe_tune_result_row(r, i);
         if (b->verdict == FE_TUNE_CANDIDATE && fe_tune_result_row(first, i)->cost.reliable)
-            assert_true(b->cached);
+            assert_true(b->cached || b->in_turn || strstr(b->reason, "in turn with \""));
     }
     fe_tune_result_destroy(r);
     fe_tune_result_destroy(first);
@@ -419,6 +426,18 @@ static void malformed_cache_files_are_refused_by_name_and_replaced(void **s) {
     fe_cost_figure f = {.median_ns = 10, .p10_ns = 9, .p90_ns = 11, .samples = 5, .reliable = true};
     fe_error err;
     assert_int_equal(fe_cost_cache_put(c, &key, &f, NULL, &err), FE_OK); /* makes the dir */
+    { /* in_turn survives the file, absent reads as false */
+        fe_cost_figure paired = f, got;
+        paired.in_turn = true;
+        fe_cost_key other = key;
+        other.input_hash = 2;
+        bool hit = false;
+        assert_int_equal(fe_cost_cache_put(c, &other, &paired, NULL, &err), FE_OK);
+        assert_int_equal(fe_cost_cache_get(c, &other, &got, &hit, &err), FE_OK);
+        assert_true(hit && got.in_turn);
+        assert_int_equal(fe_cost_cache_get(c, &key, &got, &hit, &err), FE_OK);
+        assert_true(hit && !got.in_turn);
+    }
     char path[1200];
     snprintf(path, sizeof path, "%s/%016x.json", fe_cost_cache_dir(c), 0x77);
     const char *bad[] = {
@@ -432,6 +451,9 @@ static void malformed_cache_files_are_refused_by_name_and_replaced(void **s) {
         "{\"design\": \"0000000000000077\", \"entries\": [{\"values\": [], \"input\": "
         "\"0000000000000001\", \"median_ns\": -1, \"p10_ns\": 1, \"p90_ns\": 1, \"samples\": 1, "
         "\"reliable\": true}]}",
+        "{\"design\": \"0000000000000077\", \"entries\": [{\"values\": [], \"input\": "
+        "\"0000000000000001\", \"median_ns\": 1, \"p10_ns\": 1, \"p90_ns\": 1, \"samples\": 1, "
+        "\"reliable\": true, \"in_turn\": 1}]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(path, bad[i]);
@@ -498,7 +520,7 @@ static fe_tune_result *rows_of(const double *median, const double *spread, int n
     fe_tune_result *r = calloc(1, sizeof *r);
     assert_non_null(r);
     for (int i = 0; i < n; i++)
-        r->rows[i] = (fe_tune_row){.verdict = FE_TUNE_CANDIDATE,
+        r->rows[i] = (fe_tune_row){.verdict = FE_TUNE_CANDIDATE, .in_turn = i > 0,
                                    .cost = {.median_ns = median[i], .p10_ns = median[i] - spread[i],
                                             .p90_ns = median[i] + spread[i], .samples = 9,
                                             .reliable = true}};
@@ -523,6 +545,14 @@ static void a_setting_within_the_noise_does_not_displace_the_default(void **s) {
     /* 10 % faster with 3 % ranges: the setting wins */
     r = rows_of((double[]){1000, 900, 1100}, (double[]){30, 30, 30}, 3);
     assert_int_equal(best_row(r), 1);
+    free(r);
+    /* 10 % faster, but measured apart from the default, not in turn with it: the
+     * default stays (a figure of another minute on a drifting host is no evidence) */
+    r = rows_of((double[]){1000, 900, 1100}, (double[]){30, 30, 30}, 3);
+    r->rows[1].in_turn = false;
+    for (int i = 0; i < r->n; i++) r->rows[i].best = false;
+    fe_tune_mark_best(r);
+    assert_int_equal(best_row(r), 0);
     free(r);
     /* an unreliable faster figure: no best at all */
     r = rows_of((double[]){1000, 900, 800}, (double[]){30, 30, 30}, 3);

@@ -56,6 +56,8 @@ typedef struct fe_cost_figure {
     int samples;
     bool reliable; /* false: every attempt was too noisy or shared the CPU; the figure is the
                     * last attempt's, kept only to show */
+    bool in_turn;  /* measured in turn with the default's design, a run of each a round: its
+                    * lead over the default is the one of the same stretch of time */
     /* CPUs the process had over the figure's runs (its CPU time over the wall time; the
      * workers spin, so an undisturbed run of width w has about w); not saved in the cost
      * cache or table */
@@ -99,9 +101,11 @@ typedef struct fe_tune_options {
     bool recheck_unreliable; /* the default setting's cached figure, when marked unreliable,
                               * is measured again and the lower of the two medians kept
                               * (interference only adds time); other settings are reused */
-    const char *recheck_setting; /* this setting's cached figure is measured again and the new
-                                  * figure kept: the fastest setting of a search, so that the
-                                  * figure it is priced at is not the one it won with */
+    const char *recheck_setting; /* this setting is measured again in turn with the default
+                                  * (a run of each a round) and both new figures kept: the
+                                  * fastest setting of a search, so that it is priced at a
+                                  * figure other than the one it won with, and its lead is the
+                                  * one it holds over the default in the same stretch of time */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);
@@ -136,9 +140,13 @@ typedef struct fe_tune_row {
     uint64_t design;
     bool cached;        /* every figure came from the cache (an unreliable one too, unless
                          * remeasure: its reason then says "cached (unreliable: ...)") */
-    bool best;          /* the fastest reliable candidate, when no unreliable figure is
-                         * faster (else no row is best); the default unless the fastest
-                         * beats it by more than half of both p10..p90 ranges */
+    bool in_turn;       /* measured again in turn with the default (fe_tune_options'
+                         * recheck_setting): its figure and the default's are of the same
+                         * stretch of time */
+    bool best;          /* the fastest reliable candidate among the default and the rows
+                         * measured in turn with it, when no unreliable figure is faster
+                         * (else no row is best); the default unless the fastest beats it
+                         * by more than half of both p10..p90 ranges */
     fe_cost_figure cost; /* priced: at the values, or the ladder's mean */
     double flops, bytes; /* the op's cost model at the same values (the ladder's mean) */
 } fe_tune_row;

@@ -2,7 +2,9 @@
  * <root>/costs/<device id>/<design key>.json:
  *   {"design": "9f...", "label": "GEMV rows_per_step=2 ...",
  *    "entries": [{"values": [2048, 1], "input": "1c...", "median_ns": 81234.5,
- *                 "p10_ns": 80100, "p90_ns": 83000, "samples": 48, "reliable": true}]}
+ *                 "p10_ns": 80100, "p90_ns": 83000, "samples": 48, "reliable": true,
+ *                 "in_turn": true}]}
+ * ("in_turn", optional, false when absent: measured in turn with the default's design).
  * An entry is keyed on the per-call values and the inputs' hash. A file that is not that
  * shape is refused whole, with a message naming it; the next put replaces it. Files are
  * written to a temporary and renamed, so a reader never sees half of one. `ferrum tune OP`
@@ -110,6 +112,9 @@ static fe_status check_file(json_t *root, uint64_t design, const char *path, fe_
             return bad(err, path, "\"samples\" is not a positive integer", i);
         if (!json_is_boolean(json_object_get(e, "reliable")))
             return bad(err, path, "\"reliable\" is not true or false", i);
+        json_t *turn = json_object_get(e, "in_turn");
+        if (turn && !json_is_boolean(turn))
+            return bad(err, path, "\"in_turn\" is not true or false", i);
     }
     return FE_OK;
 }
@@ -162,6 +167,7 @@ fe_status fe_cost_cache_get(fe_cost_cache *c, const fe_cost_key *key, fe_cost_fi
         out->p90_ns = json_number_value(json_object_get(e, "p90_ns"));
         out->samples = (int)json_integer_value(json_object_get(e, "samples"));
         out->reliable = json_is_true(json_object_get(e, "reliable"));
+        out->in_turn = json_is_true(json_object_get(e, "in_turn"));
         *hit = true;
         break;
     }
@@ -216,9 +222,9 @@ fe_status fe_cost_cache_put(fe_cost_cache *c, const fe_cost_key *key, const fe_c
     for (int v = 0; vals && v < key->n_values; v++)
         json_array_append_new(vals, json_integer(key->values[v]));
     snprintf(hex, sizeof hex, "%016" PRIx64, key->input_hash);
-    e = json_pack("{s:o?, s:s, s:f, s:f, s:f, s:i, s:b}", "values", vals, "input", hex,
+    e = json_pack("{s:o?, s:s, s:f, s:f, s:f, s:i, s:b, s:b}", "values", vals, "input", hex,
                   "median_ns", fig->median_ns, "p10_ns", fig->p10_ns, "p90_ns", fig->p90_ns,
-                  "samples", fig->samples, "reliable", fig->reliable);
+                  "samples", fig->samples, "reliable", fig->reliable, "in_turn", fig->in_turn);
     if (!e || json_array_append_new(entries, e)) goto nomem;
     if (fe_tune_mkdirs(c->dir) != 0) {
         json_decref(root);

@@ -1,4 +1,5 @@
-/* tune/probe.c: timing one thing alone. Warm-up, then repeats until the median settles or
+/* tune/probe.c: timing one thing alone, or two in turn (a run of each a round: figures of
+ * the same stretch of time). Warm-up, then repeats until the median settles or
  * the budget ends (with at least the options' min_samples). A figure is refused when its spread ((p90 - p10) / median) is wide or
  * when the process got less CPU time than its workers would use over the wall time (another
  * process took a core): then it is measured again, up to the attempts allowed, and reported
@@ -30,56 +31,74 @@ static double pct(const double *sorted, int n, double p) {
     return sorted[(int)floor(p * (n - 1) + 0.5)];
 }
 
-/* One figure: samples until the median of all of them and of the first half agree within
- * 2 % (at least MIN_SAMPLES), or the budget ends. cpu_share: process CPU / wall. */
-static fe_cost_figure measure(fe_probe_fn fn, void *ctx, const fe_tune_options *o,
-                              double *samples, double *cpu_share) {
-    double budget_ns = o->budget_ms * 1e6;
+/* n figures (1 or 2) from runs taken in turn, one of each a round: samples until the median
+ * of all of them and of the first half agree within 2 % for every one (at least MIN_SAMPLES
+ * rounds), or the budget (per thing) ends. cpu_share: process CPU / wall over the rounds. */
+static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tune_options *o,
+                    double *const *samples, fe_cost_figure *out, double *cpu_share) {
+    double budget_ns = o->budget_ms * 1e6 * nf;
     int min_samples = o->min_samples > 0 ? o->min_samples : 1;
-    for (int i = 0; i < o->warmup; i++) fn(ctx);
+    for (int i = 0; i < o->warmup; i++)
+        for (int f = 0; f < nf; f++) fn[f](ctx[f]);
     double cpu0 = cpu_seconds();
     uint64_t t0 = fe_time_ns();
     int n = 0;
     double sorted[MAX_SAMPLES];
     while (n < MAX_SAMPLES) {
-        uint64_t a = fe_time_ns();
-        fn(ctx);
-        samples[n++] = (double)(fe_time_ns() - a);
+        for (int f = 0; f < nf; f++) {
+            uint64_t a = fe_time_ns();
+            fn[f](ctx[f]);
+            samples[f][n] = (double)(fe_time_ns() - a);
+        }
+        n++;
         double spent = (double)(fe_time_ns() - t0);
-        if (n >= MIN_SAMPLES && (n & 7) == 0 && (spent >= MIN_NS || spent > budget_ns)) {
-            memcpy(sorted, samples, (size_t)n * sizeof *sorted);
-            qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
-            double all = pct(sorted, n, 0.5);
-            memcpy(sorted, samples, (size_t)(n / 2) * sizeof *sorted);
-            qsort(sorted, (size_t)(n / 2), sizeof *sorted, cmp_double);
-            double half = pct(sorted, n / 2, 0.5);
-            if (fabs(all - half) <= 0.02 * all) break;
+        if (n >= MIN_SAMPLES && (n & 7) == 0 && (spent >= MIN_NS * nf || spent > budget_ns)) {
+            bool settled = true;
+            for (int f = 0; f < nf && settled; f++) {
+                memcpy(sorted, samples[f], (size_t)n * sizeof *sorted);
+                qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+                double all = pct(sorted, n, 0.5);
+                memcpy(sorted, samples[f], (size_t)(n / 2) * sizeof *sorted);
+                qsort(sorted, (size_t)(n / 2), sizeof *sorted, cmp_double);
+                settled = fabs(all - pct(sorted, n / 2, 0.5)) <= 0.02 * all;
+            }
+            if (settled) break;
         }
         if (spent > budget_ns && n >= min_samples) break;
     }
     double wall = (double)(fe_time_ns() - t0) * 1e-9;
     *cpu_share = wall > 0 ? (cpu_seconds() - cpu0) / wall : 0;
-    memcpy(sorted, samples, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
-    return (fe_cost_figure){.median_ns = pct(sorted, n, 0.5), .p10_ns = pct(sorted, n, 0.1),
-                            .p90_ns = pct(sorted, n, 0.9), .samples = n};
+    for (int f = 0; f < nf; f++) {
+        memcpy(sorted, samples[f], (size_t)n * sizeof *sorted);
+        qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+        out[f] = (fe_cost_figure){.median_ns = pct(sorted, n, 0.5), .p10_ns = pct(sorted, n, 0.1),
+                                  .p90_ns = pct(sorted, n, 0.9), .samples = n};
+    }
 }
 
-fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
-                             char *why, size_t why_n) {
-    double *samples = fe_malloc(MAX_SAMPLES * sizeof *samples);
-    fe_cost_figure f = {0};
+/* fe_tune_probe for nf things in turn (fe_tune_probe_pair's and its own) */
+static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width,
+                    const fe_tune_options *o, fe_cost_figure *out, char *why, size_t why_n) {
+    double *samples[2] = {fe_malloc(MAX_SAMPLES * sizeof(double)),
+                          nf > 1 ? fe_malloc(MAX_SAMPLES * sizeof(double)) : NULL};
+    for (int f = 0; f < nf; f++) out[f] = (fe_cost_figure){0};
     why[0] = 0;
-    if (!samples) {
+    if (!samples[0] || (nf > 1 && !samples[1])) {
         snprintf(why, why_n, "out of memory for the samples");
-        return f;
+        fe_free(samples[0]);
+        fe_free(samples[1]);
+        return;
     }
     int attempts = o->attempts > 0 ? o->attempts : 1;
     for (int a = 0; a < attempts; a++) {
-        double share;
-        f = measure(fn, ctx, o, samples, &share);
-        f.cpus = share;
-        double spread = f.median_ns > 0 ? (f.p90_ns - f.p10_ns) / f.median_ns : INFINITY;
+        double share, spread = 0;
+        measure(fn, ctx, nf, o, samples, out, &share);
+        for (int f = 0; f < nf; f++) {
+            out[f].cpus = share;
+            double sf = out[f].median_ns > 0 ? (out[f].p90_ns - out[f].p10_ns) / out[f].median_ns
+                                             : INFINITY;
+            if (sf > spread) spread = sf;
+        }
         /* the pool's workers spin between steps: a step of `width` keeps about that many
          * cores busy; much less CPU than that means they were descheduled */
         double want = 0.75 * width;
@@ -90,7 +109,7 @@ fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune
             snprintf(why, why_n, "the process had %.2f CPUs of the %d it ran on (another "
                      "process took the CPU) in %d tries", share, width, a + 1);
         else {
-            f.reliable = true;
+            for (int f = 0; f < nf; f++) out[f].reliable = true;
             why[0] = 0;
             break;
         }
@@ -98,6 +117,24 @@ fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune
         struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
-    fe_free(samples);
+    fe_free(samples[0]);
+    fe_free(samples[1]);
+}
+
+fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
+                             char *why, size_t why_n) {
+    fe_cost_figure f;
+    probe_n(&fn, &ctx, 1, width, o, &f, why, why_n);
     return f;
+}
+
+void fe_tune_probe_pair(fe_probe_fn fa, void *ca, fe_probe_fn fb, void *cb, int width,
+                        const fe_tune_options *o, fe_cost_figure *a, fe_cost_figure *b,
+                        char *why, size_t why_n) {
+    fe_probe_fn fn[2] = {fa, fb};
+    void *ctx[2] = {ca, cb};
+    fe_cost_figure out[2];
+    probe_n(fn, ctx, 2, width, o, out, why, why_n);
+    out[0].in_turn = out[1].in_turn = true;
+    *a = out[0], *b = out[1];
 }

@@ -80,6 +80,15 @@ typedef void (*fe_probe_fn)(void *ctx);
 fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
                              char *why, size_t why_n);
 
+/* Two things timed in turn, a run of a then a run of b each round, as fe_tune_probe times
+ * one (both medians settled; refused and measured again as it refuses): figures of the same
+ * stretch of time, so that a host whose memory level drifts over minutes moves both alike.
+ * A figure measured alone minutes before another is not comparable with it on such a host
+ * (the same GEMV design measured 1015 and 1980 us in one `ferrum tune` run). */
+void fe_tune_probe_pair(fe_probe_fn fa, void *ca, fe_probe_fn fb, void *cb, int width,
+                        const fe_tune_options *o, fe_cost_figure *a, fe_cost_figure *b,
+                        char *why, size_t why_n);
+
 /* A tune request made concrete: the catalog case it starts from, with the extents, params
  * and dtype the request names written in, the held tunables and per-call values. */
 typedef struct fe_tune_shape {

@@ -154,48 +154,57 @@ void fe_tune_unreliable_cached(const fe_cost_figure *f, char *why, size_t n) {
 }
 
 /* Prices a candidate: each ladder point from the cache or measured, then their mean. */
-static fe_status price(const fe_tune_shape *s, fe_kernel *k,
+/* Prices row (kernel k) at the shape's points: a figure per point from the cache, else
+ * measured alone and stored. With `def_k` (the default's kernel, its row def_row), the row
+ * is the setting o->recheck_setting names: at every point both are measured again, in turn
+ * (fe_tune_probe_pair), both figures stored and both rows priced at them, so that the
+ * setting's lead over the default is the one they show in the same stretch of time. */
+static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
                        fe_tune_buffers *b, fe_cost_cache *cache, const fe_tune_options *o,
-                       fe_tune_row *row, fe_tune_result *r, fe_error *err) {
+                       fe_tune_row *row, fe_tune_row *def_row, fe_tune_result *r,
+                       fe_error *err) {
     const fe_op *op = s->op;
     int steps = s->n_points > 0 ? s->n_points : s->ladder >= 0 ? LADDER_STEPS : 1;
-    fe_cost_figure sum = {.reliable = true};
+    fe_cost_figure sum = {.reliable = true}, def_sum = {.reliable = true};
     row->cached = true;
     row->flops = row->bytes = 0;
-    char label[300];
+    char label[300], def_label[300];
     snprintf(label, sizeof label, "%s %s", op->name, row->setting);
+    snprintf(def_label, sizeof def_label, "%s default", op->name);
     int64_t seen[FE_TUNE_MAX_POINTS + LADDER_STEPS][FE_MAX_VALUES];
-    probe_layouts *lay = NULL; /* made at the first point measured */
+    probe_layouts *lay = NULL, *def_lay = NULL; /* made at the first point measured */
     /* a design read from layouts costs other than the same design packing per call */
     const uint64_t laid = reads_layouts(k, s) ? 0x1a7d0a75ull : 0;
-    fe_cost_figure seen_fig[sizeof seen / sizeof seen[0]];
-    for (int step = 0; step < steps; step++) {
+    const uint64_t def_laid = def_k && reads_layouts(def_k, s) ? 0x1a7d0a75ull : 0;
+    fe_cost_figure seen_fig[sizeof seen / sizeof seen[0]], seen_def[sizeof seen / sizeof seen[0]];
+    fe_status st = FE_OK;
+    for (int step = 0; st == FE_OK && step < steps; step++) {
         int64_t vals[FE_MAX_VALUES] = {0};
         values_at(s, fe_kernel_extents(k), step, vals);
         memcpy(seen[step], vals, sizeof vals);
         fe_cost_key key = {.design = fe_kernel_design_key(k), .n_values = op->n_values,
                            .input_hash = b->input_hash ^ laid};
         memcpy(key.values, vals, (size_t)op->n_values * sizeof *vals);
-        fe_cost_figure f, before = {0};
-        bool hit = false, recheck = false, fresh = false;
+        fe_cost_key def_key = key;
+        if (def_k) def_key.design = fe_kernel_design_key(def_k), def_key.input_hash = b->input_hash ^ def_laid;
+        fe_cost_figure f, df = {0}, before = {0};
+        bool hit = false, recheck = false;
         fe_error cerr;
         /* a point whose values an earlier point had (work that does not follow the call's
          * words) costs what that point cost: measured once */
         for (int e = 0; e < step && !hit; e++)
             if (memcmp(seen[e], vals, sizeof vals) == 0) {
-                f = seen_fig[e];
+                f = seen_fig[e], df = seen_def[e];
                 hit = true;
             }
-        if (!hit && !o->remeasure) {
-            fe_status st = fe_cost_cache_get(cache, &key, &f, &hit, &cerr);
-            if (st == FE_E_FORMAT || st == FE_E_IO) note(r, cerr.message);
+        if (!hit && !o->remeasure && !def_k) {
+            st = fe_cost_cache_get(cache, &key, &f, &hit, &cerr);
+            if (st == FE_E_FORMAT || st == FE_E_IO) note(r, cerr.message), st = FE_OK;
             else if (st != FE_OK) {
-                layouts_free(lay);
-                return fe_error_set(err, st, "%s", cerr.message);
+                st = fe_error_set(err, st, "%s", cerr.message);
+                break;
             }
-            if (hit && o->recheck_setting && strcmp(row->setting, o->recheck_setting) == 0) {
-                hit = false, fresh = true; /* measured again below, that figure kept */
-            } else if (hit && !f.reliable && o->recheck_unreliable &&
+            if (hit && !f.reliable && o->recheck_unreliable &&
                 strcmp(row->setting, "default") == 0) { /* measured again below */
                 before = f;
                 hit = false, recheck = true;
@@ -206,27 +215,34 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
         if (!hit) {
             row->cached = false;
             if (o->progress)
-                fprintf(o->progress, "tune %s: measuring %s%s\n", op->name, row->setting,
-                        steps > 1 ? " (ladder)" : "");
-            if (laid && !lay) {
-                fe_status st = layouts_make(k, s, b, &lay, err);
-                if (st != FE_OK) return st;
-            }
+                fprintf(o->progress, "tune %s: measuring %s%s%s\n", op->name, row->setting,
+                        def_k ? " in turn with the default" : "", steps > 1 ? " (ladder)" : "");
+            if (laid && !lay) st = layouts_make(k, s, b, &lay, err);
+            if (st == FE_OK && def_laid && !def_lay) st = layouts_make(def_k, s, b, &def_lay, err);
+            if (st != FE_OK) break;
             run_ctx rc = {.k = k, .b = b, .lay = lay, .n_t = op->n_operands, .values = vals,
                           .n_values = op->n_values};
+            run_ctx dc = {.k = def_k, .b = b, .lay = def_lay, .n_t = op->n_operands,
+                          .values = vals, .n_values = op->n_values};
             char why[200];
-            f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
+            if (def_k)
+                fe_tune_probe_pair(run_kernel, &dc, run_kernel, &rc, fe_kernel_width(k), o, &df,
+                                   &f, why, sizeof why);
+            else
+                f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
             if (recheck && !f.reliable && before.median_ns < f.median_ns) f = before;
-            if (fresh)
-                snprintf(row->reason, sizeof row->reason, "measured again as the fastest%s%s",
-                         f.reliable ? "" : "; unreliable: ", f.reliable ? "" : why);
+            if (def_k)
+                snprintf(row->reason, sizeof row->reason, "measured again in turn with the "
+                         "default%s%s", f.reliable ? "" : "; unreliable: ", f.reliable ? "" : why);
             else if (recheck && !f.reliable)
                 snprintf(row->reason, sizeof row->reason, "unreliable, measured twice: %s", why);
             else if (!f.reliable)
                 snprintf(row->reason, sizeof row->reason, "unreliable: %s", why);
             if (fe_cost_cache_put(cache, &key, &f, label, &cerr) != FE_OK) note(r, cerr.message);
+            if (def_k && fe_cost_cache_put(cache, &def_key, &df, def_label, &cerr) != FE_OK)
+                note(r, cerr.message);
         }
-        seen_fig[step] = f;
+        seen_fig[step] = f, seen_def[step] = df;
         double fl, by;
         fe_kernel_cost(k, vals, op->n_values, &fl, &by);
         sum.median_ns += f.median_ns / steps;
@@ -234,11 +250,26 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k,
         sum.p90_ns += f.p90_ns / steps;
         sum.samples += f.samples;
         sum.reliable = sum.reliable && f.reliable;
+        sum.in_turn = (step == 0 || sum.in_turn) && f.in_turn;
+        def_sum.median_ns += df.median_ns / steps;
+        def_sum.p10_ns += df.p10_ns / steps;
+        def_sum.p90_ns += df.p90_ns / steps;
+        def_sum.samples += df.samples;
+        def_sum.reliable = def_sum.reliable && df.reliable;
         row->flops += fl / steps;
         row->bytes += by / steps;
     }
     layouts_free(lay);
+    layouts_free(def_lay);
+    if (st != FE_OK) return st;
     row->cost = sum;
+    row->in_turn = sum.in_turn; /* measured so now, or in a run before */
+    if (def_k) {
+        def_row->cost = def_sum;
+        def_row->cached = false;
+        snprintf(def_row->reason, sizeof def_row->reason, "measured again in turn with \"%s\"",
+                 row->setting);
+    }
     return FE_OK;
 }
 
@@ -407,14 +438,16 @@ static bool faster_beyond_noise(const fe_cost_figure *a, const fe_cost_figure *b
     return a->median_ns + margin < b->median_ns;
 }
 
-/* The best is the fastest reliable candidate, and only when no unreliable figure is faster:
- * a setting whose figure was refused might be the real best, so none is named then. The
+/* The best is the fastest reliable candidate among the default and the settings measured in
+ * turn with it (a figure measured alone minutes from the default's is no evidence against it
+ * on a host whose memory level drifts), and only when no unreliable figure is faster: a
+ * setting whose figure was refused might be the real best, so none is named then. The
  * default (row 0) stays the best unless the fastest beats it beyond their noise. */
 void fe_tune_mark_best(fe_tune_result *r) {
     int best = -1;
     for (int i = 0; i < r->n; i++) {
         const fe_tune_row *row = &r->rows[i];
-        if (row->verdict == FE_TUNE_CANDIDATE && row->cost.reliable &&
+        if (row->verdict == FE_TUNE_CANDIDATE && row->cost.reliable && (i == 0 || row->in_turn) &&
             (best < 0 || row->cost.median_ns < r->rows[best].cost.median_ns))
             best = i;
     }
@@ -462,7 +495,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     record_shape(dev, &s, def_k, r);
     memcpy(r->tunables[0], fe_kernel_design(def_k)->tunables, sizeof r->tunables[0]);
     if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
-    st = price(&s, def_k, &b, cache, &o, row, r, err);
+    st = price(&s, def_k, NULL, &b, cache, &o, row, NULL, r, err);
 
     plan *settings = st == FE_OK ? fe_malloc(FE_TUNE_MAX_ROWS * sizeof *settings) : NULL;
     if (st == FE_OK && !settings) st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
@@ -494,8 +527,10 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
                 break;
             }
         if (row->verdict == FE_TUNE_CANDIDATE) st = gate(def_k, k, &s, &b, &g, row, err);
+        /* the setting named to be measured again is measured in turn with the default */
+        const bool in_turn = o.recheck_setting && strcmp(row->setting, o.recheck_setting) == 0;
         if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
-            st = price(&s, k, &b, cache, &o, row, r, err);
+            st = price(&s, k, in_turn ? def_k : NULL, &b, cache, &o, row, &r->rows[0], r, err);
         fe_kernel_destroy(k);
         k = NULL;
     }
@@ -521,6 +556,65 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
     fe_cost_cache *cache = NULL;
     st = fe_cost_cache_open(dev, o.cache_root, &cache, err);
     if (st == FE_OK) st = fe_tune_shape_search(dev, &s, &o, cache, r, err);
+    /* the fastest reliable setting, when faster than the default, measured again in turn with it
+     * (figures measured minutes apart on a host whose memory level drifts are not
+     * comparable): up to ROUNDS times, until the fastest is one measured so */
+    enum { ROUNDS = 8 };
+    char paired[ROUNDS][sizeof r->rows[0].setting];
+    int n_paired = 0;
+    fe_tune_result *again = st == FE_OK ? fe_calloc(1, sizeof *again) : NULL;
+    for (int round = 0; again && round < ROUNDS; round++) {
+        int fastest = -1;
+        for (int i = 1; r->rows[0].verdict == FE_TUNE_CANDIDATE && i < r->n; i++)
+            if (r->rows[i].verdict == FE_TUNE_CANDIDATE && r->rows[i].cost.reliable &&
+                r->rows[i].cost.median_ns <
+                    (fastest < 0 ? r->rows[0].cost.median_ns : r->rows[fastest].cost.median_ns))
+                fastest = i;
+        for (int p = 0; fastest >= 0 && p < round; p++)
+            if (strcmp(paired[p], r->rows[fastest].setting) == 0) fastest = -1;
+        if (fastest >= 0 && r->rows[fastest].in_turn) break; /* so in a run before */
+        if (fastest < 0) break;
+        snprintf(paired[round], sizeof paired[round], "%s", r->rows[fastest].setting);
+        n_paired = round + 1;
+        fe_tune_options in_turn = o;
+        in_turn.remeasure = false;
+        in_turn.recheck_setting = paired[round];
+        memset(again, 0, sizeof *again);
+        st = fe_tune_shape_search(dev, &s, &in_turn, cache, again, err);
+        if (st != FE_OK) break;
+        if (r->notes[0] && !strstr(again->notes, r->notes)) { /* what the first search said */
+            const size_t k = strlen(r->notes), cap = sizeof again->notes - 1;
+            size_t n = strlen(again->notes);
+            if (k + n > cap) n = cap - k; /* cut where the notes are full */
+            memmove(again->notes + k, again->notes, n);
+            memcpy(again->notes, r->notes, k);
+            again->notes[k + n] = 0;
+        }
+        for (int i = 0; i < again->n && i < r->n; i++) /* measured in this run is measured */
+            again->rows[i].cached = again->rows[i].cached && r->rows[i].cached;
+        fe_tune_result *t = r;
+        r = again, again = t;
+    }
+    fe_free(again);
+    if (st == FE_OK) { /* the rows measured in turn in any round, the best again */
+        int apart = 0;
+        for (int i = 1; i < r->n; i++) {
+            fe_tune_row *row = &r->rows[i];
+            for (int p = 0; p < n_paired; p++) row->in_turn |= !strcmp(row->setting, paired[p]);
+            row->best = false;
+            apart += row->verdict == FE_TUNE_CANDIDATE && row->cost.reliable && !row->in_turn &&
+                     row->cost.median_ns < r->rows[0].cost.median_ns;
+        }
+        r->rows[0].best = false;
+        fe_tune_mark_best(r);
+        if (apart > 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%d setting%s faster than the default only as measured "
+                     "apart, not in turn with it (the rounds ran out): not named best", apart,
+                     apart > 1 ? "s" : "");
+            note(r, msg);
+        }
+    }
     if (st == FE_OK) {
         char why[200];
         r->dispatch = fe_tune_probe(run_empty, dev, fe_device_get_info(dev)->n_workers, &o,
