@@ -286,6 +286,7 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     o = quick();
     const char *again = fe_tune_result_row(first, 1)->setting;
     o.recheck_setting = again;
+    o.recheck_in_turn = true;
     assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
     const fe_tune_row *def = fe_tune_result_row(r, 0);
     assert_false(def->cached);
@@ -303,6 +304,14 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
         if (!strstr(b->reason, "measured again in turn with the default"))
             fail_msg("row %d's reason: \"%s\"", i, b->reason);
     }
+    fe_tune_result_destroy(r);
+    /* without recheck_in_turn (tune MODEL's second pass): that setting alone */
+    o.recheck_in_turn = false;
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    const fe_tune_row *alone = find_row(r, again);
+    assert_non_null(alone);
+    if (!strstr(alone->reason, "measured again as the fastest") && !alone->in_turn)
+        fail_msg("%s's reason: \"%s\"", again, alone->reason);
     fe_tune_result_destroy(r);
     /* reliable figures (a spread bound nothing exceeds) are hits under recheck (but for a
      * setting faster than the default, which fe_tune_op measures again in turn with it) */

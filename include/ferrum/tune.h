@@ -101,11 +101,14 @@ typedef struct fe_tune_options {
     bool recheck_unreliable; /* the default setting's cached figure, when marked unreliable,
                               * is measured again and the lower of the two medians kept
                               * (interference only adds time); other settings are reused */
-    const char *recheck_setting; /* this setting is measured again in turn with the default
-                                  * (a run of each a round) and both new figures kept: the
-                                  * fastest setting of a search, so that it is priced at a
-                                  * figure other than the one it won with, and its lead is the
-                                  * one it holds over the default in the same stretch of time */
+    const char *recheck_setting; /* this setting's cached figure is measured again and the new
+                                  * figure kept: the fastest setting of a search, so that the
+                                  * figure it is priced at is not the one it won with */
+    bool recheck_in_turn;        /* ... in turn with the default (a run of each a round), both
+                                  * new figures kept: its lead is then the one it holds over
+                                  * the default in the same stretch of time (ferrum tune OP;
+                                  * tune MODEL's second pass measures alone, within the cold
+                                  * tune's 10 minutes) */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);

@@ -33,10 +33,13 @@ static double pct(const double *sorted, int n, double p) {
 
 /* n figures (1 or 2) from runs taken in turn, one of each a round: samples until the median
  * of all of them and of the first half agree within 2 % for every one (at least MIN_SAMPLES
- * rounds), or the budget (per thing) ends. cpu_share: process CPU / wall over the rounds. */
+ * rounds), or the budget ends: the same budget for two in turn as for one alone (figures of
+ * one stretch of time compare well with fewer samples, and a cold `ferrum tune` of the 1B
+ * shape, whose second pass pairs the fastest settings, stays within its 10 minutes).
+ * cpu_share: process CPU / wall over the rounds. */
 static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tune_options *o,
                     double *const *samples, fe_cost_figure *out, double *cpu_share) {
-    double budget_ns = o->budget_ms * 1e6 * nf;
+    double budget_ns = o->budget_ms * 1e6;
     int min_samples = o->min_samples > 0 ? o->min_samples : 1;
     for (int i = 0; i < o->warmup; i++)
         for (int f = 0; f < nf; f++) fn[f](ctx[f]);
@@ -52,7 +55,7 @@ static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tu
         }
         n++;
         double spent = (double)(fe_time_ns() - t0);
-        if (n >= MIN_SAMPLES && (n & 7) == 0 && (spent >= MIN_NS * nf || spent > budget_ns)) {
+        if (n >= MIN_SAMPLES && (n & 7) == 0 && (spent >= MIN_NS || spent > budget_ns)) {
             bool settled = true;
             for (int f = 0; f < nf && settled; f++) {
                 memcpy(sorted, samples[f], (size_t)n * sizeof *sorted);

@@ -334,15 +334,10 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
      *   is biased low (a Llama 1B q8_0 GEMM won at KC = 2048 with 27 ms; alternated runs gave
      *   30-41 ms against the default's 29-31). The next fastest then may lead on a lucky
      *   figure in turn, so up to ROUNDS rounds: the fastest measured again until it is one
-     *   already measured again, and narrowing picks on such figures.
-     * The fastest is measured in turn with the default (a run of each a round), both figures
-     * kept: this host's memory level drifts by a quarter over minutes, and one `ferrum tune`
-     * run priced the same GEMV design at 1015 and 1980 us. A setting still faster than the
-     * default when the rounds run out, never measured in turn with it, is not narrowed on
-     * (its figure marked unreliable, said why). */
+     *   already measured again, and narrowing picks on such figures. */
     fe_tune_options again = o;
     again.remeasure = false, again.attempts = 1;
-    enum { ROUNDS = 5 }; /* fastest settings measured again a design, at most */
+    enum { ROUNDS = 3 }; /* fastest settings measured again a design, at most */
     for (int d = 0; st == FE_OK && d < t->n_designs; d++) {
         fe_table_design *des = &t->designs[d];
         if (des->reused || des->n_options == 0) continue;
@@ -367,15 +362,6 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
             progress(bar, d, t->n_designs, "measuring the default and the fastest again");
             st = search_design(dev, req, &again, cache, t, d, r, pts, shape, err);
             des->reused = false; /* measured in this run */
-        }
-        for (int i = 1; st == FE_OK && i < des->n_options; i++) {
-            fe_table_option *x = &des->options[i];
-            if (x->verdict == FE_TUNE_CANDIDATE && !fresh[i] && x->cost.reliable &&
-                x->cost.median_ns < des->options[0].cost.median_ns) {
-                x->cost.reliable = false;
-                snprintf(x->reason, sizeof x->reason, "faster than the default only as "
-                         "measured apart, not in turn with it (the rounds ran out)");
-            }
         }
     }
     /* a warm run takes the last table's overheads as they are, as it takes its designs: the

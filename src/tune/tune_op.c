@@ -188,7 +188,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
         fe_cost_key def_key = key;
         if (def_k) def_key.design = fe_kernel_design_key(def_k), def_key.input_hash = b->input_hash ^ def_laid;
         fe_cost_figure f, df = {0}, before = {0};
-        bool hit = false, recheck = false;
+        bool hit = false, recheck = false, fresh = false;
         fe_error cerr;
         /* a point whose values an earlier point had (work that does not follow the call's
          * words) costs what that point cost: measured once */
@@ -204,7 +204,9 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
                 st = fe_error_set(err, st, "%s", cerr.message);
                 break;
             }
-            if (hit && !f.reliable && o->recheck_unreliable &&
+            if (hit && o->recheck_setting && strcmp(row->setting, o->recheck_setting) == 0) {
+                hit = false, fresh = true; /* measured again below, that figure kept */
+            } else if (hit && !f.reliable && o->recheck_unreliable &&
                 strcmp(row->setting, "default") == 0) { /* measured again below */
                 before = f;
                 hit = false, recheck = true;
@@ -234,6 +236,9 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
             if (def_k)
                 snprintf(row->reason, sizeof row->reason, "measured again in turn with the "
                          "default%s%s", f.reliable ? "" : "; unreliable: ", f.reliable ? "" : why);
+            else if (fresh)
+                snprintf(row->reason, sizeof row->reason, "measured again as the fastest%s%s",
+                         f.reliable ? "" : "; unreliable: ", f.reliable ? "" : why);
             else if (recheck && !f.reliable)
                 snprintf(row->reason, sizeof row->reason, "unreliable, measured twice: %s", why);
             else if (!f.reliable)
@@ -528,7 +533,8 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
             }
         if (row->verdict == FE_TUNE_CANDIDATE) st = gate(def_k, k, &s, &b, &g, row, err);
         /* the setting named to be measured again is measured in turn with the default */
-        const bool in_turn = o.recheck_setting && strcmp(row->setting, o.recheck_setting) == 0;
+        const bool in_turn = o.recheck_setting && o.recheck_in_turn &&
+                             strcmp(row->setting, o.recheck_setting) == 0;
         if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
             st = price(&s, k, in_turn ? def_k : NULL, &b, cache, &o, row, &r->rows[0], r, err);
         fe_kernel_destroy(k);
@@ -579,6 +585,7 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
         fe_tune_options in_turn = o;
         in_turn.remeasure = false;
         in_turn.recheck_setting = paired[round];
+        in_turn.recheck_in_turn = true;
         memset(again, 0, sizeof *again);
         st = fe_tune_shape_search(dev, &s, &in_turn, cache, again, err);
         if (st != FE_OK) break;
