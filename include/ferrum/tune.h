@@ -143,9 +143,9 @@ typedef struct fe_tune_row {
     uint64_t design;
     bool cached;        /* every figure came from the cache (an unreliable one too, unless
                          * remeasure: its reason then says "cached (unreliable: ...)") */
-    bool in_turn;       /* measured again in turn with the default (fe_tune_options'
-                         * recheck_setting): its figure and the default's are of the same
-                         * stretch of time */
+    bool in_turn;       /* every figure measured in turn with the default (recheck_in_turn,
+                         * in this run or one before: the cost cache keeps it), so its lead
+                         * over the default is the one of the same stretch of time */
     bool best;          /* the fastest reliable candidate among the default and the rows
                          * measured in turn with it, when no unreliable figure is faster
                          * (else no row is best); the default unless the fastest beats it

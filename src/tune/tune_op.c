@@ -562,12 +562,11 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
     fe_cost_cache *cache = NULL;
     st = fe_cost_cache_open(dev, o.cache_root, &cache, err);
     if (st == FE_OK) st = fe_tune_shape_search(dev, &s, &o, cache, r, err);
-    /* the fastest reliable setting, when faster than the default, measured again in turn with it
-     * (figures measured minutes apart on a host whose memory level drifts are not
-     * comparable): up to ROUNDS times, until the fastest is one measured so */
+    /* the fastest reliable setting, when faster than the default, measured again in turn
+     * with it (figures measured minutes apart on a host whose memory level drifts are not
+     * comparable): up to ROUNDS times, until the fastest is one measured so (its cached
+     * figure says in_turn, from this run or one before) */
     enum { ROUNDS = 8 };
-    char paired[ROUNDS][sizeof r->rows[0].setting];
-    int n_paired = 0;
     fe_tune_result *again = st == FE_OK ? fe_calloc(1, sizeof *again) : NULL;
     for (int round = 0; again && round < ROUNDS; round++) {
         int fastest = -1;
@@ -576,51 +575,36 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
                 r->rows[i].cost.median_ns <
                     (fastest < 0 ? r->rows[0].cost.median_ns : r->rows[fastest].cost.median_ns))
                 fastest = i;
-        for (int p = 0; fastest >= 0 && p < round; p++)
-            if (strcmp(paired[p], r->rows[fastest].setting) == 0) fastest = -1;
-        if (fastest >= 0 && r->rows[fastest].in_turn) break; /* so in a run before */
-        if (fastest < 0) break;
-        snprintf(paired[round], sizeof paired[round], "%s", r->rows[fastest].setting);
-        n_paired = round + 1;
+        if (fastest < 0 || r->rows[fastest].in_turn) break;
         fe_tune_options in_turn = o;
         in_turn.remeasure = false;
-        in_turn.recheck_setting = paired[round];
+        in_turn.recheck_setting = r->rows[fastest].setting;
         in_turn.recheck_in_turn = true;
         memset(again, 0, sizeof *again);
         st = fe_tune_shape_search(dev, &s, &in_turn, cache, again, err);
         if (st != FE_OK) break;
-        if (r->notes[0] && !strstr(again->notes, r->notes)) { /* what the first search said */
-            const size_t k = strlen(r->notes), cap = sizeof again->notes - 1;
-            size_t n = strlen(again->notes);
-            if (k + n > cap) n = cap - k; /* cut where the notes are full */
-            memmove(again->notes + k, again->notes, n);
-            memcpy(again->notes, r->notes, k);
-            again->notes[k + n] = 0;
+        /* the new rows (measured in this run stays measured), the first search's notes kept */
+        for (int i = 0; i < again->n; i++) {
+            const bool cached = again->rows[i].cached && r->rows[i].cached;
+            r->rows[i] = again->rows[i];
+            r->rows[i].cached = cached;
         }
-        for (int i = 0; i < again->n && i < r->n; i++) /* measured in this run is measured */
-            again->rows[i].cached = again->rows[i].cached && r->rows[i].cached;
-        fe_tune_result *t = r;
-        r = again, again = t;
+        if (!strstr(r->notes, again->notes)) {
+            size_t at = strlen(r->notes);
+            snprintf(r->notes + at, sizeof r->notes - at, "%s", again->notes);
+        }
     }
     fe_free(again);
-    if (st == FE_OK) { /* the rows measured in turn in any round, the best again */
-        int apart = 0;
-        for (int i = 1; i < r->n; i++) {
-            fe_tune_row *row = &r->rows[i];
-            for (int p = 0; p < n_paired; p++) row->in_turn |= !strcmp(row->setting, paired[p]);
-            row->best = false;
-            apart += row->verdict == FE_TUNE_CANDIDATE && row->cost.reliable && !row->in_turn &&
-                     row->cost.median_ns < r->rows[0].cost.median_ns;
-        }
-        r->rows[0].best = false;
-        fe_tune_mark_best(r);
-        if (apart > 0) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "%d setting%s faster than the default only as measured "
-                     "apart, not in turn with it (the rounds ran out): not named best", apart,
-                     apart > 1 ? "s" : "");
-            note(r, msg);
-        }
+    int apart = 0;
+    for (int i = 1; st == FE_OK && i < r->n; i++)
+        apart += r->rows[i].verdict == FE_TUNE_CANDIDATE && r->rows[i].cost.reliable &&
+                 !r->rows[i].in_turn && r->rows[i].cost.median_ns < r->rows[0].cost.median_ns;
+    if (apart > 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%d setting%s faster than the default only as measured apart, "
+                 "not in turn with it (the rounds ran out): not named best", apart,
+                 apart > 1 ? "s" : "");
+        note(r, msg);
     }
     if (st == FE_OK) {
         char why[200];
