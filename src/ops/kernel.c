@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "ops/kernel.h"
+#include "device/cpu/step_barrier.h"
 
 struct fe_kernel {
     fe_design design;
@@ -21,6 +22,7 @@ struct fe_kernel {
     int source[FE_MAX_TUNABLES]; /* where each tunable came from (fe_tunable_source) */
     void *ws;       /* the op's workspace, sized at create for the full extents */
     size_t ws_bytes;
+    fe_step_barrier *barrier; /* between phases of a step (fe_args.barrier), zeroed */
     fe_args args; /* bound per run; kept here so a run allocates nothing */
     fe_error err;
 };
@@ -244,11 +246,18 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
         fe_free(k);
         return fe_op_refuse(&c, FE_E_NOMEM, "out of memory hashing the design");
     }
+    k->barrier = fe_aligned_alloc(64, sizeof *k->barrier);
+    if (!k->barrier) {
+        fe_free(k);
+        return fe_op_refuse(&c, FE_E_NOMEM, "out of memory making the kernel");
+    }
+    memset(k->barrier, 0, sizeof *k->barrier);
     if (op->workspace) {
         fe_args full = full_args(k);
         k->ws_bytes = op->workspace(&full, d, k->width);
         k->ws = k->ws_bytes && !req->shared_workspace ? fe_aligned_alloc(64, k->ws_bytes) : NULL;
         if (k->ws_bytes && !k->ws && !req->shared_workspace) {
+            fe_free(k->barrier);
             fe_free(k);
             return fe_op_refuse(&c, FE_E_NOMEM, "out of memory for a %zu-byte workspace",
                                 k->ws_bytes);
@@ -261,6 +270,7 @@ fe_status fe_kernel_create(fe_device *dev, const fe_op_request *req, fe_kernel *
 void fe_kernel_destroy(fe_kernel *k) {
     if (!k) return;
     fe_free(k->ws);
+    fe_free(k->barrier);
     fe_free(k);
 }
 
@@ -342,6 +352,7 @@ fe_status fe_kernel_bind(fe_kernel *k, const fe_tensor *operands, int n_operands
     }
     a->ws = k->ws;
     a->ws_bytes = k->ws_bytes;
+    a->barrier = k->barrier;
     if (op->check) {
         char why[320] = "";
         fe_status st = op->check(a, &k->design, why, sizeof why);

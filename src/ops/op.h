@@ -122,6 +122,9 @@ typedef struct fe_args {
     /* operand i in the design's own layout (fe_op.layout), made once from t[i]'s contents,
      * which have not changed since; NULL: the kernel reads t[i] as stored */
     const void *layout[FE_MAX_OPERANDS];
+    /* the kernel's own barrier between phases of one step (device/cpu/step_barrier.h), kept
+     * across runs; a kernel that never waits on it ignores it */
+    struct fe_step_barrier *barrier;
 } fe_args;
 
 typedef void (*fe_kernel_fn)(const fe_args *a, const fe_design *d, int ith, int nth);

@@ -19,7 +19,7 @@
 #include "ops/rope/rope.h" /* the RoPE forms KVWrite and SlotMHA take */
 
 enum { MHA_P_CAUSAL, MHA_P_WINDOW, MHA_P_SCALE };   /* params */
-enum { MHA_WIDTH, MHA_BQ, MHA_BKV, MHA_ROWS };       /* tunables */
+enum { MHA_WIDTH, MHA_BQ, MHA_BKV, MHA_ROWS, MHA_SPLIT }; /* tunables (MHA_SPLIT: MHA only) */
 enum { MHA_SQ, MHA_S, MHA_D, MHA_LAST_OFFSET };      /* extents */
 enum { MHA_V_KV, MHA_V_ROWS, MHA_V_OFFSET };         /* per-call values */
 
@@ -40,7 +40,7 @@ enum { KVW_K, KVW_V, KVW_SLOTS, KVW_POSITIONS, KVW_TABLE, KVW_KV };       /* ope
 enum { SLOT_Q, SLOT_KV, SLOT_SLOTS, SLOT_POSITIONS, SLOT_TABLE, SLOT_OUT }; /* operands */
 enum { KVW_P_FORM };                                 /* KVWrite's params */
 enum { SLOT_P_WINDOW, SLOT_P_SCALE, SLOT_P_FORM };   /* SlotMHA's params */
-enum { SLOT_WIDTH, SLOT_BKV };                       /* SlotMHA's tunables (KVWrite: WIDTH) */
+enum { SLOT_WIDTH, SLOT_BKV, SLOT_SPLIT };           /* SlotMHA's tunables (KVWrite: WIDTH) */
 /* extents of both: B rows, N slots, L positions the cache and the table both hold
  * (min(S, P); S without a table), D head_dim */
 enum { SLOT_B, SLOT_N, SLOT_L, SLOT_D };
@@ -106,7 +106,20 @@ static inline fe_design fe_slot_mha_item_design(const fe_design *d) {
     m.tunables[MHA_BQ] = 1;
     m.tunables[MHA_BKV] = d->tunables[SLOT_BKV];
     m.tunables[MHA_ROWS] = 0; /* an item is one row */
+    m.tunables[MHA_SPLIT] = d->tunables[SLOT_SPLIT];
     return m;
+}
+
+/* kv_split's default for a step of one row block on the one-row path (MHA's decode step,
+ * every SlotMHA row), from its domain (dom), the kv heads and the workers w: the fewest
+ * segments, at least w, where the workers do not divide the kv heads (items by kv head would
+ * leave some idle), else 0. MHA and SlotMHA resolve it alike, so a SlotMHA row keeps the
+ * bytes of the MHA step of that row alone. */
+static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t hkv, int64_t w) {
+    if (w <= 1 || hkv % w == 0) return 0;
+    int64_t s = dom->choices[dom->n_choices - 1];
+    for (int i = dom->n_choices - 1; i >= 0 && dom->choices[i] >= w; i--) s = dom->choices[i];
+    return s;
 }
 
 /* One worker's workspace: the scores of one block for up to four heads (4 x B_kv), the
@@ -153,6 +166,13 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     p += fe_mha_lines(head_dim * FE_MHA_LANES);
     w.ot = (float *)p;
     return w;
+}
+
+/* MHA's kv_split = S >= 1 (kernels.inc): after the workers' parts, S key segments' softmax
+ * states of every query row and head: the accumulators (Sq x Hq x D), then the running max
+ * and sum (Sq x Hq each), each on 64-byte lines. Bytes of one segment's and of all. */
+static inline size_t fe_mha_segment_bytes(int64_t rows, int64_t Hq, int64_t head_dim) {
+    return fe_mha_lines(rows * Hq * head_dim) + 2 * fe_mha_lines(rows * Hq);
 }
 
 void fe_mha_scalar(const fe_args *, const fe_design *, int, int);

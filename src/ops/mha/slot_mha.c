@@ -34,7 +34,22 @@ static const fe_tunable_decl tunables[] = {
     [SLOT_BKV] = {"B_kv", {.kind = FE_DOMAIN_CHOICES, .choices = {16, 32, 64, 128, 256},
                            .n_choices = 5}, 64, true,
                   "keys per block, as MHA's: the scores of one block live in the workspace"},
+    [SLOT_SPLIT] = {"kv_split", {.kind = FE_DOMAIN_CHOICES,
+                                 .choices = {0, 1, 2, 3, 4, 6, 8, 16}, .n_choices = 8}, 0, true,
+                    "as MHA's: S >= 1, each row's keys cut into S segments of whole B_kv "
+                    "blocks, a work item one row's segment over every kv head, the states "
+                    "combined after a barrier; 0: (row, kv head) items. resolve: as MHA's for a "
+                    "decode step, so that a row keeps the bytes of that row's MHA step"},
 };
+
+/* kv_split as MHA resolves it for a decode step on the same workers */
+static void resolve(fe_op_ctx *c) {
+    if (c->tunable_set[SLOT_SPLIT]) return;
+    const int64_t w = c->tunable_set[SLOT_WIDTH] ? c->tunables[SLOT_WIDTH] : c->dev->n_workers;
+    c->tunables[SLOT_SPLIT] = fe_mha_split_default(&c->op->tunables[SLOT_SPLIT].domain,
+                                                   c->operands[SLOT_KV].shape[2], w);
+    c->tunable_set[SLOT_SPLIT] = true;
+}
 
 /* Tests draw slots in [0, 3] and positions in [0, 40] (cases give at least 4 slots of 41
  * positions); the tuner keeps them below N and L. */
@@ -77,7 +92,9 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
 static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
     const fe_design item = fe_slot_mha_item_design(d);
     const int64_t Hq = a->t[SLOT_Q].shape[1], G = Hq / a->t[SLOT_KV].shape[2];
-    return (size_t)nth * fe_slot_mha_ws_per_worker(&item, Hq, G, a->ext[SLOT_D]);
+    return (size_t)nth * fe_slot_mha_ws_per_worker(&item, Hq, G, a->ext[SLOT_D]) +
+           (size_t)(a->ext[SLOT_B] * d->tunables[SLOT_SPLIT]) *
+               fe_mha_segment_bytes(1, Hq, a->ext[SLOT_D]);
 }
 
 /* Plain double, one (row, head) at a time, straight from the definition: q turned in double,
@@ -182,6 +199,14 @@ static const fe_case cases[] = {
     {CASE("one_row_d128", 1, 16, 4, 2, 41, 50, 128)},
     /* SmolLM2 (9 heads, 3 kv heads of 64) at 12 rows; Llama 3.2 1B (32, 8) */
     {CASE("smollm2_12", 12, 9, 13, 3, 64, 64, 64), .tunables = {{"B_kv", 16}}, .n_tunables = 1},
+    /* kv_split pinned: rows whose keys span up to three 16-key blocks cut into segments
+     * (more segments than blocks for the early rows), a window; and 0 where resolve splits */
+    {CASE("split_b16", 9, 9, 4, 3, 48, 48, 64), .tunables = {{"B_kv", 16}, {"kv_split", 4}},
+     .n_tunables = 2},
+    {CASE("split_window", 6, 8, 4, 1, 64, 64, 32), .params = {{"window", 20}}, .n_params = 1,
+     .tunables = {{"B_kv", 16}, {"kv_split", 2}}, .n_tunables = 2},
+    {CASE("split_off", 5, 9, 4, 3, 41, 41, 64), .tunables = {{"B_kv", 16}, {"kv_split", 0}},
+     .n_tunables = 2},
     {CASE("llama1b_12", 12, 32, 13, 8, 512, 512, 64), .extensive = true, .bench = true},
 };
 
@@ -198,6 +223,7 @@ FE_OP_DEFINE(slot_mha) {
     .infer = infer,
     .reference = reference,
     .kernels = slot_mha_kernels, .n_kernels = FE_COUNT(slot_mha_kernels),
+    .resolve = resolve,
     .cost = cost,
     .workspace = workspace,
     .check = check,
