@@ -62,9 +62,10 @@ static void resolve(fe_op_ctx *c) {
     /* kv_split: a decode step (one row block) has one item per kv head, which leaves
      * workers idle wherever the workers do not divide the kv heads (SmolLM2's 3 on 2, a
      * Gemma 3's 1): segments of the keys split the work evenly. One decode MHA step of
-     * SmolLM2's shape (9 / 3 heads, D 64, 1024 keys), 2 workers of the Zen 4: 109 us against
-     * 147 by kv head; its decode from position 128 to 896, alternated: 1.06-1.25x (median
-     * 1.11x). Where the heads divide evenly the segments gain nothing and cost the combine
+     * SmolLM2's shape (9 / 3 heads, D 64, 1024 keys), 2 workers of the Zen 4, five runs
+     * alternated: 109-119 us against 130-172 by kv head (1.35x the median pair); its decode
+     * from position 128 to 896 (bench/decode_kv_split.sh): 1.05x, Gemma 3 270M's 1.06x.
+     * Where the heads divide evenly the segments gain nothing and cost the combine
      * (the Llama 3.2 1B shape's, 32 / 8: its decode MHA 3.0 ms by head against 3.1-3.4 split),
      * so there it stays 0, and the step's bytes stay those of before. */
     if (!c->tunable_set[MHA_SPLIT]) {
