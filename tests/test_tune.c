@@ -394,6 +394,45 @@ static fe_cost_cache *open_cache(void) {
     return c;
 }
 
+/* Timed runs take the spread copies of the inputs far apart, every one once a round: in
+ * address order a run found its inputs in a stream the run before had started (a small
+ * weight priced 20 % under its step in a call). */
+static void spread_copies_are_visited_far_apart_each_once(void **s) {
+    (void)s;
+    const fe_op *op = fe_op_find("GEMV");
+    const fe_case *c = &op->cases[0];
+    fe_kernel *k = case_kernel(op, c, NULL, 0, NULL);
+    fe_tensor desc[FE_MAX_OPERANDS] = {0};
+    double p[FE_MAX_PARAMS] = {0};
+    op->operands_for(c, p, desc);
+    fe_tune_buffers b = {0};
+    fe_error err;
+    assert_int_equal(fe_tune_buffers_init(&b, op, desc, fe_kernel_extents(k), -1, 1, 7, &err),
+                     FE_OK);
+    size_t in = 0;
+    for (int i = 0; i < op->n_operands; i++)
+        if (op->operands[i].role == FE_IN && b.mem[i]) in += (b.bytes[i] + 63) & ~(size_t)63;
+    assert_int_equal(fe_tune_buffers_spread(&b, op, 12 * in, &err), FE_OK);
+    const int n = b.n_sets;
+    assert_true(n >= 12 && n <= 64);
+    int seen[64] = {0}, prev = -1;
+    for (int r = 0; r < n; r++) {
+        const fe_tensor *t = fe_tune_buffers_next(&b);
+        int i = 0; /* which set t is */
+        while (i < n && t != b.sets[i]) i++;
+        assert_true(i >= 0 && i < n);
+        seen[i]++;
+        if (prev >= 0) { /* not the set beside the last one, around the end either */
+            const int d = abs(i - prev);
+            assert_true(d > 1 && d < n - 1);
+        }
+        prev = i;
+    }
+    for (int i = 0; i < n; i++) assert_int_equal(seen[i], 1);
+    fe_tune_buffers_deinit(&b);
+    fe_kernel_destroy(k);
+}
+
 static void cache_keys_on_design_values_and_input(void **s) {
     (void)s;
     fe_cost_cache *c = open_cache();
@@ -643,6 +682,7 @@ int main(void) {
         cmocka_unit_test(an_unreliable_figure_is_measured_again_on_recheck),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
+        cmocka_unit_test(spread_copies_are_visited_far_apart_each_once),
         cmocka_unit_test(cache_keys_on_design_values_and_input),
         cmocka_unit_test(malformed_cache_files_are_refused_by_name_and_replaced),
         cmocka_unit_test(tune_reports_a_malformed_cache_file_and_measures),

@@ -137,6 +137,31 @@ static void narrowing_on_a_synthetic_table_picks_the_optimum_computed_by_hand(vo
     fe_cost_table_destroy(t);
 }
 
+/* A call that measured slower tuned puts its groups back: the GEMV group's rows_per_step=4
+ * goes, every group of the call is decided at its default (entries that pin it), and the
+ * call is modelled at the defaults again. */
+static void a_call_measured_slower_tuned_puts_its_groups_back(void **s) {
+    (void)s;
+    fe_cost_table *t = parse_synthetic();
+    fe_narrowing *n = NULL;
+    fe_error err;
+    assert_int_equal(fe_narrow(t, fe_narrow_kinds_all(), &n, &err), FE_OK);
+    assert_int_equal(fe_narrowing_revert_call(n, 0), 1);
+    for (int g = 0; g < fe_narrowing_groups(n); g++)
+        assert_string_equal(fe_narrowing_choice(n, g), "default");
+    assert_int_equal(fe_narrowing_decided(n), 3);
+    assert_float_equal(fe_narrowing_predicted_ns(n, 0), 44800, 1e-6);
+    assert_int_equal(fe_narrowing_revert_call(n, 0), 0); /* again: nothing left to change */
+    assert_int_equal(fe_narrowing_revert_call(n, 1), 0); /* no such call */
+    fe_profile *p = NULL;
+    assert_int_equal(fe_profile_parse("{\"entries\": []}", 15, &p, &err), FE_OK);
+    assert_int_equal(fe_narrowing_to_profile(n, p, &err), FE_OK);
+    assert_int_equal(fe_profile_count(p), 3);
+    fe_profile_destroy(p);
+    fe_narrowing_destroy(n);
+    fe_cost_table_destroy(t);
+}
+
 /* each_step: every step is its own dispatch, so nothing is taken off and no barrier added */
 static void each_step_calls_are_modelled_as_a_dispatch_per_step(void **s) {
     (void)s;
@@ -531,6 +556,7 @@ static void cli_tune_model_refuses_bad_options_naming_the_fix(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(narrowing_on_a_synthetic_table_picks_the_optimum_computed_by_hand),
+        cmocka_unit_test(a_call_measured_slower_tuned_puts_its_groups_back),
         cmocka_unit_test(each_step_calls_are_modelled_as_a_dispatch_per_step),
         cmocka_unit_test(the_choice_written_as_a_profile_reaches_the_kernel),
         cmocka_unit_test(a_table_survives_save_and_load),

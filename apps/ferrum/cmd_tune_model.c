@@ -29,8 +29,10 @@ static const char synopsis[] =
     "only where it lowers the modelled time. Joint narrowing then chooses each shape's\n"
     "setting to minimise the modelled call time (dispatch + step costs + barriers); the\n"
     "ablations show it with widths, designs or folds held.\n"
-    "Both calls are then measured as they run, and the modelled times printed beside the\n"
-    "measured ones. --write-profile keeps the choice for `ferrum generate` and `ferrum chat`.\n"
+    "Both calls are then measured as they run, the tuned graph in turn with the defaults',\n"
+    "and the modelled times printed beside the measured ones; a call whose tuned graph\n"
+    "measured slower keeps the defaults for its steps. --write-profile keeps the choice for\n"
+    "`ferrum generate` and `ferrum chat`.\n"
     "Example:\n"
     "  ferrum tune smollm2-135m --random-weights 1 --write-profile\n";
 
@@ -378,6 +380,22 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
                         measured_tuned[c].median_ns > 0
                             ? measured[c].median_ns / measured_tuned[c].median_ns : 0);
             fprintf(f, " (above 1: the tuned graph is faster)\n");
+            /* The figures are of designs alone; a call is the evidence. Where the tuned
+             * graph measured slower in turn, the choices of that call's steps did not hold in
+             * it (a cold SmolLM2 tune once chose WIDTH = 1 for the decode's SwiGLU GEMV, 45
+             * against 76 us alone, and its decode measured 0.842x): they go back to the
+             * defaults, and with them the priced folds. */
+            for (int c = 0; c < req.n_calls; c++) {
+                if (!(measured_tuned[c].median_ns > measured[c].median_ns)) continue;
+                int back = fe_narrowing_revert_call(n, c);
+                if (back > 0 || folds_changed)
+                    fprintf(f, "  the tuned %s measured slower than the defaults: its %d "
+                            "changed group%s go%s back to the defaults%s\n", req.calls[c].name,
+                            back, back == 1 ? "" : "s", back == 1 ? "es" : "",
+                            folds_changed ? ", and every fold is kept" : "");
+                if (folds_changed) fe_fold_pricing_keep_all(fp);
+                folds_changed = false;
+            }
         }
     } else {
         fprintf(f, "  (narrowing kept every default and every fold: the tuned graph is the "

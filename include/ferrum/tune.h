@@ -364,6 +364,12 @@ FE_API const char *fe_narrowing_choice(const fe_narrowing *n, int g);
 /* Groups decided on reliable figures: another setting won, or the default's figures are
  * reliable and some other setting could compete with it. */
 FE_API int fe_narrowing_decided(const fe_narrowing *n);
+/* Puts every group with a step in call `call` back at its default, decided so (its profile
+ * entry then pins the default), and models the calls again: what `ferrum tune MODEL` does
+ * where the tuned graph of that call measured slower than the defaults' in turn, the
+ * designs' figures alone having missed what their steps pay in the call. Returns how many
+ * groups changed their choice. */
+FE_API int fe_narrowing_revert_call(fe_narrowing *n, int call);
 /* The chosen settings as one profile entry per decided group (keyed on the op and every
  * extent, param and operand dtype; the tunables that differ from the default, none where the
  * default stays, which keeps a less specific entry from applying), put into p. A group with

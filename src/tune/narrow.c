@@ -21,6 +21,7 @@ typedef struct group {
     int choice;           /* option index in the first design */
     bool decided;         /* on reliable figures: another setting won, or the default's own
                            * figures are reliable and some other setting could compete */
+    bool reverted;        /* put back at the default: its call measured slower tuned */
     double def_ns, chosen_ns; /* the group's part of every call's time */
 } group;
 
@@ -118,6 +119,26 @@ static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
     n->groups[g].chosen_ns = best[0];
 }
 
+/* Each call's modelled time at the groups' choices and at the defaults. */
+static void model_calls(fe_narrowing *n) {
+    const fe_cost_table *t = n->t;
+    for (int c = 0; c < t->n_calls; c++) {
+        const fe_table_call *call = &t->calls[c];
+        double base = call->each_step ? 0
+                    : t->dispatch.median_ns + (call->n_steps - 1) * t->barrier.median_ns;
+        n->predicted[c] = n->def[c] = base;
+        for (int s = 0; s < call->n_steps; s++) {
+            int d = call->steps[s].design;
+            const fe_table_design *des = &t->designs[d];
+            const group *g = &n->groups[n->group_of[d]];
+            const fe_table_option *chosen =
+                option_named(des, t->designs[g->design].options[g->choice].setting);
+            n->def[c] += step_ns(t, call, &des->options[0], 0);
+            n->predicted[c] += step_ns(t, call, chosen ? chosen : &des->options[0], 0);
+        }
+    }
+}
+
 void fe_narrowing_destroy(fe_narrowing *n) {
     if (!n) return;
     fe_free(n->groups);
@@ -153,23 +174,25 @@ fe_status fe_narrow(const fe_cost_table *t, fe_narrow_kinds kinds, fe_narrowing 
         for (int s = 0; s < t->calls[c].n_steps; s++)
             n->groups[n->group_of[t->calls[c].steps[s].design]].n_steps++;
     for (int g = 0; g < n->n_groups; g++) choose(n, g, kinds);
-    for (int c = 0; c < t->n_calls; c++) {
-        const fe_table_call *call = &t->calls[c];
-        double base = call->each_step ? 0
-                    : t->dispatch.median_ns + (call->n_steps - 1) * t->barrier.median_ns;
-        n->predicted[c] = n->def[c] = base;
-        for (int s = 0; s < call->n_steps; s++) {
-            int d = call->steps[s].design;
-            const fe_table_design *des = &t->designs[d];
-            const group *g = &n->groups[n->group_of[d]];
-            const fe_table_option *chosen =
-                option_named(des, t->designs[g->design].options[g->choice].setting);
-            n->def[c] += step_ns(t, call, &des->options[0], 0);
-            n->predicted[c] += step_ns(t, call, chosen ? chosen : &des->options[0], 0);
-        }
-    }
+    model_calls(n);
     *out = n;
     return FE_OK;
+}
+
+int fe_narrowing_revert_call(fe_narrowing *n, int c) {
+    const fe_cost_table *t = n->t;
+    if (c < 0 || c >= t->n_calls) return 0;
+    int changed = 0;
+    for (int s = 0; s < t->calls[c].n_steps; s++) {
+        group *g = &n->groups[n->group_of[t->calls[c].steps[s].design]];
+        if (g->reverted) continue;
+        changed += g->choice != 0;
+        g->reverted = g->decided = true;
+        g->choice = 0;
+        g->chosen_ns = g->def_ns;
+    }
+    model_calls(n);
+    return changed;
 }
 
 double fe_narrowing_predicted_ns(const fe_narrowing *n, int c) {
@@ -208,9 +231,13 @@ fe_status fe_narrowing_to_profile(const fe_narrowing *n, fe_profile *p, fe_error
             if (differs) tun[nt++] = (fe_setting){o->tunables[i], (double)o->values[i]};
         }
         char note[400];
-        snprintf(note, sizeof note, "ferrum tune %s: %s, %.2f us over %d steps (default %.2f us)",
-                 n->t->name, o->setting, n->groups[g].chosen_ns / 1e3, n->groups[g].n_steps,
-                 n->groups[g].def_ns / 1e3);
+        if (n->groups[g].reverted)
+            snprintf(note, sizeof note, "ferrum tune %s: default: a call of its steps measured "
+                     "slower tuned than with the defaults, in turn", n->t->name);
+        else
+            snprintf(note, sizeof note, "ferrum tune %s: %s, %.2f us over %d steps (default "
+                     "%.2f us)", n->t->name, o->setting, n->groups[g].chosen_ns / 1e3,
+                     n->groups[g].n_steps, n->groups[g].def_ns / 1e3);
         fe_status st = fe_profile_put(p, d->op, when, d->n_when, tun, nt, note, err);
         if (st != FE_OK) return st;
     }
@@ -233,6 +260,8 @@ void fe_narrowing_print(const fe_narrowing *n, FILE *f) {
         fprintf(f, "  %-60s %5d %12.1f %12.1f  %s%s\n", key, n->groups[g].n_steps,
                 n->groups[g].def_ns / 1e3, n->groups[g].chosen_ns / 1e3,
                 d->options[n->groups[g].choice].setting,
-                n->groups[g].decided ? "" : " (undecided: no reliable figure to compare)");
+                n->groups[g].reverted  ? " (put back: its call measured slower tuned)"
+                : n->groups[g].decided ? ""
+                                       : " (undecided: no reliable figure to compare)");
     }
 }

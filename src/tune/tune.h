@@ -52,6 +52,7 @@ typedef struct fe_tune_buffers {
     fe_tensor (*sets)[FE_MAX_OPERANDS];
     char *copies;
     int n_sets, next_set;
+    int stride; /* sets between one run's and the next's (see fe_tune_buffers_next) */
 } fe_tune_buffers;
 
 fe_status fe_tune_buffers_init(fe_tune_buffers *b, const fe_op *op, const fe_tensor *desc,
@@ -64,7 +65,9 @@ void fe_tune_buffers_deinit(fe_tune_buffers *b);
  * weights. The input hash changes with it (a figure from memory is not one from the cache).
  * FE_E_NOMEM when the copies cannot be made (b as it was). */
 fe_status fe_tune_buffers_spread(fe_tune_buffers *b, const fe_op *op, size_t bytes, fe_error *err);
-/* The next set of operands to run on (t itself when not spread). */
+/* The next set of operands to run on (t itself when not spread): the sets are visited far
+ * apart (a stride near half their count, prime to it), not in the order they lie in memory,
+ * where a run found its inputs in the stream the run before had started into them. */
 const fe_tensor *fe_tune_buffers_next(fe_tune_buffers *b);
 /* Zeroes the outputs (every run the gate compares starts from the same bytes). */
 void fe_tune_buffers_clear_outputs(const fe_op *op, fe_tune_buffers *b);
