@@ -109,6 +109,10 @@ typedef struct fe_tune_options {
                                   * the default in the same stretch of time (ferrum tune OP;
                                   * tune MODEL's second pass measures alone, within the cold
                                   * tune's 10 minutes) */
+    int setting_attempts;        /* attempts for the settings other than the default (0: as
+                                  * `attempts`): tune MODEL's first pass takes one, since a
+                                  * setting left unreliable never wins narrowing and the
+                                  * fastest is measured again in the second pass anyway */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);
