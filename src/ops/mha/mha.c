@@ -44,7 +44,7 @@ static const fe_tunable_decl tunables[] = {
                    "(fewer segments where the keys span fewer blocks; one: as 0); 0: items of "
                    "one kv head over all its keys. resolve: the workers (the next choice up) where "
                    "Sq <= B_q, the rows take the one-row path (decode) and the workers do not "
-                   "divide the kv heads, else 0"},
+                   "divide the kv heads, else 0; a given 1, or any where Sq > B_q, is 0"},
 };
 
 /* row_block: the row-blocked path where attention is bidirectional, as SegmentedMHA's
@@ -68,8 +68,13 @@ static void resolve(fe_op_ctx *c) {
      * Where the heads divide evenly the segments gain nothing and cost the combine
      * (the Llama 3.2 1B shape's, 32 / 8: its decode MHA 3.0 ms by head against 3.1-3.4 split),
      * so there it stays 0, and the step's bytes stay those of before. */
+    const int64_t bq = c->tunable_set[MHA_BQ] ? c->tunables[MHA_BQ] : c->op->tunables[MHA_BQ].def;
+    /* a given kv_split that cannot apply is 0, the design it runs: one segment is no cut,
+     * and a step of several row blocks (a prefill chunk) has items enough; so the tuner
+     * finds those settings the default's design and does not time them */
+    if (c->tunable_set[MHA_SPLIT] && (c->tunables[MHA_SPLIT] == 1 || c->ext[MHA_SQ] > bq))
+        c->tunables[MHA_SPLIT] = 0;
     if (!c->tunable_set[MHA_SPLIT]) {
-        const int64_t bq = c->tunable_set[MHA_BQ] ? c->tunables[MHA_BQ] : c->op->tunables[MHA_BQ].def;
         const bool one_row = !c->tunables[MHA_ROWS] || c->ext[MHA_SQ] < 4;
         const int64_t w = c->tunable_set[MHA_WIDTH] ? c->tunables[MHA_WIDTH] : c->dev->n_workers;
         c->tunables[MHA_SPLIT] =
@@ -277,8 +282,8 @@ static const fe_case cases[] = {
      .tunables = {{"kv_split", 8}}, .n_tunables = 1},
     {CASE("split_window", 1, 400, 8, 2, 64), .params = {BIDIR, {"window", 150}}, .n_params = 2,
      .tunables = {{"kv_split", 4}, {"B_kv", 32}}, .n_tunables = 2},
-    {CASE("split_rows_causal", 40, 40, 4, 2, 48),
-     .tunables = {{"kv_split", 2}, {"B_kv", 16}, {"row_block", 0}}, .n_tunables = 3},
+    {CASE("split_rows_causal", 30, 30, 4, 2, 48),
+     .tunables = {{"kv_split", 2}, {"B_kv", 16}, {"B_q", 32}, {"row_block", 0}}, .n_tunables = 4},
     {CASE("split_bidir_rows", 3, 150, 6, 3, 40), .params = {BIDIR}, .n_params = 1,
      .tunables = {{"kv_split", 4}, {"row_block", 0}}, .n_tunables = 2},
     {CASE("split_off", 1, 256, 9, 3, 64), .params = {BIDIR}, .n_params = 1,

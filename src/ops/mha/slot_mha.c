@@ -44,7 +44,10 @@ static const fe_tunable_decl tunables[] = {
 
 /* kv_split as MHA resolves it for a decode step on the same workers */
 static void resolve(fe_op_ctx *c) {
-    if (c->tunable_set[SLOT_SPLIT]) return;
+    if (c->tunable_set[SLOT_SPLIT]) { /* one segment is no cut: the design of 0 */
+        if (c->tunables[SLOT_SPLIT] == 1) c->tunables[SLOT_SPLIT] = 0;
+        return;
+    }
     const int64_t w = c->tunable_set[SLOT_WIDTH] ? c->tunables[SLOT_WIDTH] : c->dev->n_workers;
     c->tunables[SLOT_SPLIT] = fe_mha_split_default(&c->op->tunables[SLOT_SPLIT].domain,
                                                    c->operands[SLOT_KV].shape[2], w);
