@@ -36,8 +36,7 @@ static const fe_tunable_decl tunables[] = {
                   "(scores by broadcasting keys against q^T, softmax down the keys, no sums "
                   "across lanes); 0: one row at a time (resolve: 1 where bidirectional or "
                   "Sq >= 16: prefill chunks)"},
-    [MHA_SPLIT] = {"kv_split", {.kind = FE_DOMAIN_CHOICES,
-                                .choices = {0, 1, 2, 3, 4, 6, 8, 16}, .n_choices = 8}, 0, true,
+    [MHA_SPLIT] = {"kv_split", FE_MHA_SPLIT_DOMAIN, 0, true,
                    "S >= 1: the keys cut into S segments of whole B_kv blocks, a work item one "
                    "segment over every kv head (a block's rows, all heads side by side, read "
                    "front to back once), the segments' softmax states combined after a barrier "

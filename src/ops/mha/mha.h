@@ -110,6 +110,11 @@ static inline fe_design fe_slot_mha_item_design(const fe_design *d) {
     return m;
 }
 
+/* kv_split's domain, MHA's and SlotMHA's alike (a SlotMHA row keeps its MHA step's bytes
+ * only where both cut the keys the same way) */
+#define FE_MHA_SPLIT_DOMAIN \
+    {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2, 3, 4, 6, 8, 16}, .n_choices = 8}
+
 /* kv_split's default for a step of one row block on the one-row path (MHA's decode step,
  * every SlotMHA row), from its domain (dom), the kv heads and the workers w: the fewest
  * segments, at least w, where the workers do not divide the kv heads (items by kv head would

@@ -34,8 +34,7 @@ static const fe_tunable_decl tunables[] = {
     [SLOT_BKV] = {"B_kv", {.kind = FE_DOMAIN_CHOICES, .choices = {16, 32, 64, 128, 256},
                            .n_choices = 5}, 64, true,
                   "keys per block, as MHA's: the scores of one block live in the workspace"},
-    [SLOT_SPLIT] = {"kv_split", {.kind = FE_DOMAIN_CHOICES,
-                                 .choices = {0, 1, 2, 3, 4, 6, 8, 16}, .n_choices = 8}, 0, true,
+    [SLOT_SPLIT] = {"kv_split", FE_MHA_SPLIT_DOMAIN, 0, true,
                     "as MHA's: S >= 1, each row's keys cut into S segments of whole B_kv "
                     "blocks, a work item one row's segment over every kv head, the states "
                     "combined after a barrier; 0: (row, kv head) items. resolve: as MHA's for a "
