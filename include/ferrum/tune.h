@@ -107,8 +107,8 @@ typedef struct fe_tune_options {
     bool recheck_in_turn;        /* ... in turn with the default (a run of each a round), both
                                   * new figures kept: its lead is then the one it holds over
                                   * the default in the same stretch of time (ferrum tune OP;
-                                  * tune MODEL's second pass measures alone, within the cold
-                                  * tune's 10 minutes) */
+                                  * tune MODEL's second pass where the default runs short or
+                                  * its figure is unreliable, tune_graph.c) */
     int setting_attempts;        /* attempts for the settings other than the default (0: as
                                   * `attempts`): tune MODEL's first pass takes one, since a
                                   * setting left unreliable never wins narrowing and the

@@ -339,10 +339,22 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
      *   is biased low (a Llama 1B q8_0 GEMM won at KC = 2048 with 27 ms; alternated runs gave
      *   30-41 ms against the default's 29-31). The next fastest then may lead on a lucky
      *   figure in turn, so up to ROUNDS rounds: the fastest measured again until it is one
-     *   already measured again, and narrowing picks on such figures. */
+     *   already measured again, and narrowing picks on such figures.
+     * The fastest is measured in turn with the default (a run of each a round, both new
+     * figures kept: fe_tune_options.recheck_in_turn) where that costs little or is needed:
+     * - a design whose default runs under PAIR_SHORT_NS (a decode's steps): its probe stops at
+     *   the budget, which two in turn share, so the pair costs what one figure alone does;
+     * - a design whose default figure is unreliable: its median may be far off either way,
+     *   and a setting priced against it wins or loses on that (a cold 1B Q8_0 tune priced the
+     *   gate GEMM's default at 814 ms a call against 452 for the same shape's up GEMM, and
+     *   narrowing took the difference as the gain of MC = 128).
+     * Elsewhere (a prefill's long GEMMs, whose probes stop at the minimum sample count, so
+     * that a pair takes twice as long) the fastest is measured alone: pairing them all put a
+     * cold tune of the 1B BF16 shape past 13 minutes. */
     fe_tune_options again = o;
     again.remeasure = false, again.attempts = 1;
     enum { ROUNDS = 3 }; /* fastest settings measured again a design, at most */
+    const double PAIR_SHORT_NS = 5e6;
     for (int d = 0; st == FE_OK && d < t->n_designs; d++) {
         fe_table_design *des = &t->designs[d];
         if (des->reused || des->n_options == 0) continue;
@@ -359,9 +371,13 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
             }
             /* the fastest already has a figure of its own: it won on that one */
             if (fastest >= 0 && fresh[fastest]) fastest = -1;
-            again.recheck_unreliable =
-                round == 0 && def->verdict == FE_TUNE_CANDIDATE && !def->cost.reliable;
+            const bool in_turn = fastest >= 0 && (def->cost.median_ns < PAIR_SHORT_NS ||
+                                                  !def->cost.reliable);
+            /* (a pair measures the default again too) */
+            again.recheck_unreliable = round == 0 && !in_turn &&
+                                       def->verdict == FE_TUNE_CANDIDATE && !def->cost.reliable;
             again.recheck_setting = fastest >= 0 ? des->options[fastest].setting : NULL;
+            again.recheck_in_turn = in_turn;
             if (!again.recheck_unreliable && !again.recheck_setting) break;
             if (fastest >= 0) fresh[fastest] = true;
             progress(bar, d, t->n_designs, "measuring the default and the fastest again");

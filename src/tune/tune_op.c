@@ -261,6 +261,7 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
         def_sum.p90_ns += df.p90_ns / steps;
         def_sum.samples += df.samples;
         def_sum.reliable = def_sum.reliable && df.reliable;
+        def_sum.in_turn = (step == 0 || def_sum.in_turn) && df.in_turn;
         row->flops += fl / steps;
         row->bytes += by / steps;
     }
