@@ -348,13 +348,19 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
      *   and a setting priced against it wins or loses on that (a cold 1B Q8_0 tune priced the
      *   gate GEMM's default at 814 ms a call against 452 for the same shape's up GEMM, and
      *   narrowing took the difference as the gain of MC = 128).
-     * Elsewhere (a prefill's long GEMMs, whose probes stop at the minimum sample count, so
-     * that a pair takes twice as long) the fastest is measured alone: pairing them all put a
-     * cold tune of the 1B BF16 shape past 13 minutes. */
+     * - a design whose fastest setting leads the default by more than 1 - PAIR_LEAD: a lead
+     *   that large on a long design is rare and decides the call, and a default can be timed
+     *   in a slow stretch of the host and still pass as reliable (a cold 1B Q8_0 tune timed
+     *   the down GEMM's default at 55.8 ms, its spread low, and MC = 128 at 29.4; both
+     *   measure 29-32 ms alone in a quiet minute, and the tuned prefill measured 0.97x).
+     * Elsewhere (a prefill's long GEMMs with small leads, whose probes stop at the minimum
+     * sample count, so that a pair takes twice as long) the fastest is measured alone:
+     * pairing them all put a cold tune of the 1B BF16 shape past 13 minutes. An unreliable
+     * default pairs in the first round only (the pair gives it a new figure). */
     fe_tune_options again = o;
     again.remeasure = false, again.attempts = 1;
     enum { ROUNDS = 3 }; /* fastest settings measured again a design, at most */
-    const double PAIR_SHORT_NS = 5e6;
+    const double PAIR_SHORT_NS = 5e6, PAIR_LEAD = 0.9;
     for (int d = 0; st == FE_OK && d < t->n_designs; d++) {
         fe_table_design *des = &t->designs[d];
         if (des->reused || des->n_options == 0) continue;
@@ -371,8 +377,11 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
             }
             /* the fastest already has a figure of its own: it won on that one */
             if (fastest >= 0 && fresh[fastest]) fastest = -1;
-            const bool in_turn = fastest >= 0 && (def->cost.median_ns < PAIR_SHORT_NS ||
-                                                  !def->cost.reliable);
+            const bool short_def = def->cost.median_ns < PAIR_SHORT_NS;
+            const bool big_lead =
+                fastest >= 0 && des->options[fastest].cost.median_ns < PAIR_LEAD * def->cost.median_ns;
+            const bool in_turn = fastest >= 0 && (short_def || big_lead ||
+                                                  (round == 0 && !def->cost.reliable));
             /* (a pair measures the default again too) */
             again.recheck_unreliable = round == 0 && !in_turn &&
                                        def->verdict == FE_TUNE_CANDIDATE && !def->cost.reliable;
