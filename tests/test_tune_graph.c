@@ -216,9 +216,12 @@ static void a_table_survives_save_and_load(void **s) {
     char path[128];
     snprintf(path, sizeof path, "%s/tables/x/synthetic.fused.json", cache_root);
     fe_error err;
+    t->designs[0].options[1].cost.in_turn = true; /* saved only where true */
     assert_int_equal(fe_cost_table_save(t, path, &err), FE_OK);
     assert_int_equal(fe_cost_table_load(path, &back, &err), FE_OK);
     assert_int_equal(fe_cost_table_designs(back), 4);
+    assert_true(back->designs[0].options[1].cost.in_turn);
+    assert_false(back->designs[0].options[0].cost.in_turn);
     assert_int_equal(fe_cost_table_calls(back), 1);
     fe_narrowing *a = NULL, *b = NULL;
     assert_int_equal(fe_narrow(t, fe_narrow_kinds_all(), &a, &err), FE_OK);
@@ -261,6 +264,7 @@ static void bad_cost_tables_are_refused_naming_the_field_and_the_fix(void **s) {
         {"\"key\": \"00000000000000d0\"", "\"key\": \"d0\"", "key"},
         {"\"calls\": [{", "\"calls\": [], \"x\": [{", "calls"},
         {"\"reliable\": true}", "\"reliable\": 1}", "reliable"},
+        {"\"reliable\": true}", "\"reliable\": true, \"in_turn\": 1}", "in_turn"},
         {"\"N\": 64", "\"N\": [64]", "when"},
         {"\"verdict\": \"candidate\"", "\"verdict\": \"maybe\"", "verdict"},
     };
@@ -592,7 +596,8 @@ static void cli_tune_model_prints_modelled_beside_measured_and_writes_the_table(
                                        "widths held", "designs held", "decode step",
                                        "prefill chunk", "modelled", "measured", "model/measured",
                                        "unfolded: ", "groups kept", "folds off",
-                                       "with no folds", "priced"};
+                                       "with no folds", "priced",
+                                       "second pass: the fastest setting measured again"};
     for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
         if (!strstr(out, says[i])) fail_msg("no \"%s\" in:\n%s", says[i], out);
     /* the table it names loads back, with both calls */

@@ -259,8 +259,15 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             a->model.model, a->packaging, (long long)a->context, (long long)a->chunk);
     fprintf(f, "cost table: %s (%d designs, %d from the cache or the last table)\n", path,
             fe_cost_table_designs(table), fe_cost_table_reused(table));
-    fprintf(f, "unfolded: %s (%d designs, %d from the cache or the last table); both in %.1f s\n\n",
+    fprintf(f, "unfolded: %s (%d designs, %d from the cache or the last table); both in %.1f s\n",
             path_unfolded, fe_cost_table_designs(unfolded), fe_cost_table_reused(unfolded), t_tune);
+    int again[2], in_turn[2];
+    double again_s[2];
+    fe_cost_table_second_pass(table, &again[0], &in_turn[0], &again_s[0]);
+    fe_cost_table_second_pass(unfolded, &again[1], &in_turn[1], &again_s[1]);
+    fprintf(f, "second pass: the fastest setting measured again %d times, %d of them in turn "
+            "with the default (%.1f s of it)\n\n", again[0] + again[1], in_turn[0] + in_turn[1],
+            again_s[0] + again_s[1]);
     fprintf(f, "folds (each group kept only where it lowers the modelled time; settings at "
             "their defaults): %d of %d groups kept\n", fe_fold_pricing_kept(fp),
             fe_fold_pricing_groups(fp));

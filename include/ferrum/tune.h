@@ -276,6 +276,11 @@ FE_API int fe_cost_table_designs(const fe_cost_table *t);
 FE_API int fe_cost_table_calls(const fe_cost_table *t);
 /* Designs taken from `previous` or the cache without measuring, of those in the table. */
 FE_API int fe_cost_table_reused(const fe_cost_table *t);
+/* fe_tune_graph's second pass in the run that made t (zeros for a loaded table): how many
+ * times a design's fastest setting was measured again, how many of those in turn with the
+ * default, and the seconds the pass took. */
+FE_API void fe_cost_table_second_pass(const fe_cost_table *t, int *again, int *in_turn,
+                                      double *seconds);
 /* The table's overhead figures: one empty dispatch, and each more step's barrier in it. */
 FE_API fe_cost_figure fe_cost_table_dispatch(const fe_cost_table *t);
 FE_API fe_cost_figure fe_cost_table_barrier(const fe_cost_table *t);

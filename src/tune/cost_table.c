@@ -10,7 +10,8 @@
  *                              "cost": FIGURE}, ...]}],
  *    "calls": [{"name": "decode step", "each_step": false, "measured": FIGURE or null,
  *               "steps": [{"label": "GEMV#3", "design": 0}, ...]}]}
- * FIGURE is {"median_ns": .., "p10_ns": .., "p90_ns": .., "samples": N, "reliable": bool}.
+ * FIGURE is {"median_ns": .., "p10_ns": .., "p90_ns": .., "samples": N, "reliable": bool},
+ * and "in_turn": true where it was measured in turn with the default (optional).
  * A table that breaks any rule is refused whole, the message naming the field and the fix:
  * narrowing never runs on a table it cannot trust. */
 #include <errno.h>
@@ -64,6 +65,11 @@ int fe_cost_table_reused(const fe_cost_table *t) {
     return n;
 }
 
+void fe_cost_table_second_pass(const fe_cost_table *t, int *again, int *in_turn,
+                               double *seconds) {
+    *again = t->again, *in_turn = t->again_in_turn, *seconds = t->again_s;
+}
+
 fe_cost_figure fe_cost_table_dispatch(const fe_cost_table *t) { return t->dispatch; }
 fe_cost_figure fe_cost_table_barrier(const fe_cost_table *t) { return t->barrier; }
 
@@ -82,9 +88,11 @@ fe_status fe_cost_table_path(const fe_device *dev, const char *root, const char 
 /* ---- writing ---- */
 
 static json_t *figure_json(const fe_cost_figure *f) {
-    return json_pack("{s:f, s:f, s:f, s:i, s:b}", "median_ns", f->median_ns, "p10_ns",
-                     f->p10_ns, "p90_ns", f->p90_ns, "samples", f->samples, "reliable",
-                     f->reliable);
+    json_t *j = json_pack("{s:f, s:f, s:f, s:i, s:b}", "median_ns", f->median_ns, "p10_ns",
+                          f->p10_ns, "p90_ns", f->p90_ns, "samples", f->samples, "reliable",
+                          f->reliable);
+    if (j && f->in_turn) json_object_set_new(j, "in_turn", json_true());
+    return j;
 }
 
 static json_t *design_json(const fe_table_design *d) {
@@ -208,7 +216,11 @@ static fe_status read_figure(reader *r, json_t *obj, const char *field, fe_cost_
     if (!json_is_integer(s) || json_integer_value(s) < 0 || json_integer_value(s) > 1 << 30)
         return refuse(r, field, "has samples that are not an integer in [0, 2^30]");
     if (!json_is_boolean(rel)) return refuse(r, field, "has reliable that is not true or false");
+    json_t *turn = json_object_get(j, "in_turn");
+    if (turn && !json_is_boolean(turn))
+        return refuse(r, field, "has in_turn that is not true or false");
     *f = (fe_cost_figure){v[0], v[1], v[2], (int)json_integer_value(s), json_is_true(rel)};
+    f->in_turn = json_is_true(turn);
     return FE_OK;
 }
 

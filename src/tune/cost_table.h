@@ -66,6 +66,10 @@ struct fe_cost_table {
     int n_designs, cap_designs;
     fe_table_call *calls;
     int n_calls;
+    /* fe_tune_graph's second pass in this run (not saved): the fastest settings measured
+     * again, those of them in turn with the default, and the seconds it took */
+    int again, again_in_turn;
+    double again_s;
 };
 
 /* An empty table (FE_E_NOMEM in err otherwise). */

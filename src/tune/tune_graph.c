@@ -390,7 +390,11 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
             if (!again.recheck_unreliable && !again.recheck_setting) break;
             if (fastest >= 0) fresh[fastest] = true;
             progress(bar, d, t->n_designs, "measuring the default and the fastest again");
+            const uint64_t t0 = fe_time_ns();
             st = search_design(dev, req, &again, cache, t, d, r, pts, shape, err);
+            t->again_s += (double)(fe_time_ns() - t0) * 1e-9;
+            t->again += fastest >= 0;
+            t->again_in_turn += in_turn;
             des->reused = false; /* measured in this run */
         }
     }
