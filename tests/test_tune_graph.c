@@ -354,7 +354,8 @@ static int cache_entries_set(const char *label, double ns, bool reliable) {
 /* The second pass of a graph's tune measures the fastest setting again in turn with the
  * default where the default runs short (a decode's steps), its figure is unreliable, or the
  * setting leads it by much: here a setting's cached figure is made the fastest by hand, so
- * the second pass must pair it. */
+ * the second pass must pair it. A setting still faster that its rounds did not reach is
+ * marked unreliable. */
 static void the_second_pass_pairs_the_fastest_where_short_unreliable_or_far_ahead(void **s) {
     (void)s;
     static float x[8 * 64], w[64];
@@ -408,6 +409,22 @@ static void the_second_pass_pairs_the_fastest_where_short_unreliable_or_far_ahea
         assert_true(d->options[0].cost.median_ns < 1e9);
         fe_cost_table_destroy(again);
     }
+    /* the rounds run out: with one round, a second setting faster than the default (2 ns)
+     * is not measured again, so narrowing must not trust its figure */
+    o.second_pass_rounds = 1;
+    assert_true(cache_entries_set(label, 1.0, true) > 0);
+    assert_true(cache_entries_set(other_label, 2.0, true) > 0);
+    assert_true(cache_entries_set(def_label, -1, true) > 0); /* the design measured again */
+    fe_cost_table *again = NULL;
+    if (fe_tune_graph(test_dev, &req, &o, NULL, &again, &err) != FE_OK) fail_msg("%s", err.message);
+    const fe_table_design *dl = &again->designs[0];
+    const fe_table_option *late = NULL;
+    for (int i = 0; i < dl->n_options; i++)
+        if (strcmp(dl->options[i].setting, des->options[other].setting) == 0) late = &dl->options[i];
+    assert_non_null(late);
+    if (late->cost.reliable || !strstr(late->reason, "rounds ran out"))
+        fail_msg("%s: reliable %d, \"%s\"", late->setting, late->cost.reliable, late->reason);
+    fe_cost_table_destroy(again);
     fe_cost_table_destroy(t);
     fe_graph_destroy(g);
 }

@@ -109,6 +109,8 @@ typedef struct fe_tune_options {
                                   * the default in the same stretch of time (ferrum tune OP;
                                   * tune MODEL's second pass where the default runs short or
                                   * its figure is unreliable, tune_graph.c) */
+    int second_pass_rounds;      /* tune MODEL's second pass: a design's fastest settings
+                                  * measured again, at most (0: 3) */
     int setting_attempts;        /* attempts for the settings other than the default (0: as
                                   * `attempts`): tune MODEL's first pass takes one, since a
                                   * setting left unreliable never wins narrowing and the

@@ -359,7 +359,7 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
      * default pairs in the first round only (the pair gives it a new figure). */
     fe_tune_options again = o;
     again.remeasure = false, again.attempts = 1;
-    enum { ROUNDS = 3 }; /* fastest settings measured again a design, at most */
+    const int ROUNDS = o.second_pass_rounds > 0 ? o.second_pass_rounds : 3;
     const double PAIR_SHORT_NS = 5e6, PAIR_LEAD = 0.9;
     for (int d = 0; st == FE_OK && d < t->n_designs; d++) {
         fe_table_design *des = &t->designs[d];
@@ -396,6 +396,20 @@ fe_status fe_tune_graph(fe_device *dev, const fe_tune_graph_request *req,
             t->again += fastest >= 0;
             t->again_in_turn += in_turn;
             des->reused = false; /* measured in this run */
+        }
+        /* a setting still faster than the default that the rounds did not reach won on its
+         * first figure alone, the fastest of many noisy ones: narrowing must not pick it
+         * (SmolLM2's 512 x 576 x 576 GEMM at MC = 384, b_panels = 0: 748 against 1208 us, in
+         * a table whose three rounds had paired three other settings) */
+        const fe_table_option *def = &des->options[0];
+        for (int i = 1; st == FE_OK && !des->reused && i < des->n_options; i++) {
+            fe_table_option *x = &des->options[i];
+            if (fresh[i] || x->verdict != FE_TUNE_CANDIDATE || !x->cost.reliable ||
+                !(x->cost.median_ns < def->cost.median_ns))
+                continue;
+            x->cost.reliable = false;
+            snprintf(x->reason, sizeof x->reason, "faster than the default only as first "
+                     "measured: not measured again (the second pass's %d rounds ran out)", ROUNDS);
         }
     }
     /* a warm run takes the last table's overheads as they are, as it takes its designs: the
