@@ -315,14 +315,27 @@ static fe_tune_options quick(void) {
     return o;
 }
 
+/* The small graph with w = 1 (64 columns) and x (8, 64) of i % mod - mod / 2, its input
+ * named in `in`; x and w must outlive the graph (static in the caller). */
+static fe_graph *small_graph(float *x, float *w, int mod, fe_named_tensor *in) {
+    for (int i = 0; i < 8 * 64; i++) x[i] = (float)(i % mod - mod / 2);
+    for (int i = 0; i < 64; i++) w[i] = 1;
+    fe_graph *g = NULL;
+    assert_int_equal(fe_graph_create(test_dev, "small", small_body, NULL, &g, NULL), FE_OK);
+    int64_t ws = 64, xs[2] = {8, 64};
+    assert_int_equal(fe_graph_set_weight(g, "w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, &ws)), FE_OK);
+    *in = (fe_named_tensor){"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)};
+    return g;
+}
+
 /* Rewrites every cost-cache entry whose file's label is `label`: median, p10 and p90 at
  * `ns`, reliable as given, not in turn; ns < 0 removes the file. Returns the files changed. */
 static int cache_entries_set(const char *label, double ns, bool reliable) {
-    char dir[256], path[600];
-    snprintf(dir, sizeof dir, "%s/costs", cache_root);
+    char find[256], path[600];
+    snprintf(find, sizeof find, "find '%s/costs' -name '*.json'", cache_root);
     int changed = 0;
-    FILE *ls = popen("find \"$FERRUM_CACHE_HOME/costs\" -name '*.json'", "r");
-    if (!ls) fail_msg("cannot list %s", dir);
+    FILE *ls = popen(find, "r");
+    if (!ls) fail_msg("cannot run %s", find);
     while (fgets(path, sizeof path, ls)) {
         path[strcspn(path, "\n")] = 0;
         json_t *j = NULL;
@@ -359,13 +372,8 @@ static int cache_entries_set(const char *label, double ns, bool reliable) {
 static void the_second_pass_pairs_the_fastest_where_short_unreliable_or_far_ahead(void **s) {
     (void)s;
     static float x[8 * 64], w[64];
-    for (int i = 0; i < 8 * 64; i++) x[i] = (float)(i % 5) - 2;
-    for (int i = 0; i < 64; i++) w[i] = 1;
-    fe_graph *g = NULL;
-    assert_int_equal(fe_graph_create(test_dev, "small", small_body, NULL, &g, NULL), FE_OK);
-    int64_t ws = 64, xs[2] = {8, 64};
-    assert_int_equal(fe_graph_set_weight(g, "w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, &ws)), FE_OK);
-    fe_named_tensor in = {"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)};
+    fe_named_tensor in;
+    fe_graph *g = small_graph(x, w, 5, &in);
     fe_word words[2] = {{"n", 2}, {"n", 8}};
     fe_tune_call call = {"call", &in, 1, words, 1, 2};
     fe_tune_graph_request req = {g, "small", &call, 1};
@@ -432,13 +440,9 @@ static void the_second_pass_pairs_the_fastest_where_short_unreliable_or_far_ahea
 static void a_graph_table_prices_each_distinct_design_once_at_its_points(void **s) {
     (void)s;
     static float x[8 * 64], w[64];
-    for (int i = 0; i < 8 * 64; i++) x[i] = (float)(i % 7) - 3;
-    for (int i = 0; i < 64; i++) w[i] = 1;
-    fe_graph *g = NULL;
-    assert_int_equal(fe_graph_create(test_dev, "small", small_body, NULL, &g, NULL), FE_OK);
-    int64_t ws = 64, xs[2] = {8, 64};
-    assert_int_equal(fe_graph_set_weight(g, "w", fe_tensor_contiguous(w, FE_DTYPE_F32, 1, &ws)), FE_OK);
-    fe_named_tensor in = {"x", fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xs)};
+    fe_named_tensor in;
+    fe_graph *g = small_graph(x, w, 7, &in);
+    int64_t ws = 64;
     fe_word words[2] = {{"n", 2}, {"n", 8}};
     fe_tune_call call = {"call", &in, 1, words, 1, 2};
     fe_tune_graph_request req = {g, "small", &call, 1};

@@ -107,8 +107,9 @@ typedef struct fe_tune_options {
     bool recheck_in_turn;        /* ... in turn with the default (a run of each a round), both
                                   * new figures kept: its lead is then the one it holds over
                                   * the default in the same stretch of time (ferrum tune OP;
-                                  * tune MODEL's second pass where the default runs short or
-                                  * its figure is unreliable, tune_graph.c) */
+                                  * tune MODEL's second pass where the default runs short,
+                                  * its figure is unreliable or the setting leads it by more
+                                  * than 10 %: tune_graph.c) */
     int second_pass_rounds;      /* tune MODEL's second pass: a design's fastest settings
                                   * measured again, at most (0: 3) */
     int setting_attempts;        /* attempts for the settings other than the default (0: as
