@@ -12,6 +12,8 @@
  *     against the best read measured at the start;
  *   - for quantised weights, the effective GB/s (the bytes the same matrix takes in bf16 /
  *     time) and the speedup over the bf16 case of the same shape.
+ * A design that reads W from a layout of its own (panel = 1) reads it from one made once, as a
+ * graph makes it for a model's weight ("W from its layout" after the tunables).
  * Then %now for every rows_per_step and every prefetch distance the declaration allows, the
  * other tunables resolved: what each buys. Every figure is a median with its spread; this VM
  * is shared and noisy (bench/README.md), and a worker that loses its core to another process
@@ -30,9 +32,11 @@
 #include "support/membw.h"
 #include "ferrum/device.h"
 #include "ferrum/ops.h"
+#include "ops/kernel.h"
 #include "ops/op.h"
 #include "core/quant.h"
 #include "support/bench_device.h"
+#include "support/layouts.h"
 
 enum { WARMUP = 2, MIN_RUNS = 9, MAX_RUNS = 21, SWEEP_RUNS = 7, MAX_CASES = 32 };
 #define TIME_BUDGET_S 1.5
@@ -111,18 +115,31 @@ typedef struct {
     int runs;
 } timing;
 
-/* Times the kernel cold (a roof run before each run); false when it cannot run. */
+/* Times the kernel cold (a roof run before each run), its inputs read from their layouts
+ * where it has them; false when it cannot run. *laid_out: whether some input was. */
 static bool time_kernel(const roof_ctx *rc, fe_kernel *k, fe_tensor *ops, int n_ops,
-                        double wbytes, int min_runs, int max_runs, timing *out) {
+                        double wbytes, int min_runs, int max_runs, timing *out,
+                        bool *laid_out) {
     double t[MAX_RUNS], now[MAX_RUNS], ratio[MAX_RUNS];
+    void *lay[FE_MAX_OPERANDS] = {0};
+    const int made = bench_layouts_make(k, ops, n_ops, lay);
+    if (laid_out) *laid_out = made > 0;
+    if (made < 0) {
+        bench_layouts_free(lay, n_ops);
+        return false;
+    }
+    const void *const *ls = (const void *const *)lay;
     for (int w = 0; w < WARMUP; w++)
-        if (fe_kernel_run(k, ops, n_ops, NULL, 0) != FE_OK) return false;
+        if (fe_kernel_run_layouts(k, ops, n_ops, ls, NULL, 0) != FE_OK) {
+            bench_layouts_free(lay, n_ops);
+            return false;
+        }
     uint64_t start = fe_time_ns();
     int runs = 0;
     while (runs < max_runs) {
         now[runs] = roof_once(rc);
         const double t0 = clock_s();
-        fe_kernel_run(k, ops, n_ops, NULL, 0);
+        fe_kernel_run_layouts(k, ops, n_ops, ls, NULL, 0);
         const double t1 = clock_s();
         t[runs] = t1 - t0;
         ratio[runs] = wbytes / t[runs] / 1e9 / now[runs];
@@ -135,6 +152,7 @@ static bool time_kernel(const roof_ctx *rc, fe_kernel *k, fe_tensor *ops, int n_
     out->median_s = median_of(t, runs); /* sorts t */
     out->min_s = t[0];
     out->max_s = t[runs - 1];
+    bench_layouts_free(lay, n_ops);
     return true;
 }
 
@@ -251,15 +269,18 @@ int main(int argc, char **argv) {
             } else if (pass == 0) {
                 fe_kernel *k = make(dev, op, c, ops, NULL, 0);
                 timing tm;
-                if (!k || !time_kernel(&rc, k, ops, op->n_operands, wbytes, MIN_RUNS, MAX_RUNS, &tm)) {
+                bool laid_out = false;
+                if (!k || !time_kernel(&rc, k, ops, op->n_operands, wbytes, MIN_RUNS, MAX_RUNS, &tm,
+                                       &laid_out)) {
                     failed++;
                 } else {
-                    char tun[96] = "", eff[16] = "", vs[16] = "";
+                    char tun[128] = "", eff[16] = "", vs[16] = "";
                     size_t tn = 0;
                     for (int i = 0; i < op->n_tunables; i++)
                         tn += (size_t)snprintf(tun + tn, sizeof tun - tn, "%s%s=%lld", i ? "," : "",
                                                op->tunables[i].name,
                                                (long long)fe_kernel_tunable(k, op->tunables[i].name));
+                    if (laid_out) snprintf(tun + tn, sizeof tun - tn, " (W from its layout)");
                     if (ops[0].dtype != FE_DTYPE_BF16) {
                         snprintf(eff, sizeof eff, "%.2f", (double)N * (double)K * 2.0 / tm.median_s / 1e9);
                         for (int j = 0; j < n_done; j++)
@@ -285,7 +306,8 @@ int main(int argc, char **argv) {
                     fe_kernel *k = make(dev, op, c, ops, swept[pass],
                                         (int)sweep_d[pass]->choices[v]);
                     timing tm;
-                    if (k && time_kernel(&rc, k, ops, op->n_operands, wbytes, SWEEP_RUNS, SWEEP_RUNS, &tm))
+                    if (k && time_kernel(&rc, k, ops, op->n_operands, wbytes, SWEEP_RUNS,
+                                         SWEEP_RUNS, &tm, NULL))
                         printf("  %5.1f%% (%6.3f)", 100 * tm.pct_now, tm.median_s * 1e3);
                     else
                         printf(" %16s", "-");

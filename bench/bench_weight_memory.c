@@ -1,6 +1,6 @@
 /* bench/bench_weight_memory.c: where a model's weights should live for decoding. A decode step
  * streams every weight once, so the memory the weights sit in can matter as much as the
- * kernel: this times the BF16 GEMV (src/ops/gemv) over one matrix of Llama 3.2 1B's head
+ * kernel: this times the BF16 GEMV (src/ops/gemv; panel = 0, reading W as stored) over one matrix of Llama 3.2 1B's head
  * (128256 x 2048, 525 MB, far past the caches) placed in each of
  *   - map:       a read-only private file mapping of a file holding it (how a checkpoint is
  *                read when it is used mapped), pages faulted in by a first pass;
@@ -120,7 +120,11 @@ int main(int argc, char **argv) {
         [1] = fe_tensor_contiguous(x, FE_DTYPE_F32, 2, xshape),
         [5] = fe_tensor_contiguous(y, FE_DTYPE_F32, 2, yshape),
     };
-    fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6};
+    /* panel = 0: the kernel reads W as stored, where this bench places it (panel = 1 would
+     * read a layout the plan makes in memory of its own, or pack W per call here) */
+    const fe_setting rows_as_stored[1] = {{"panel", 0}};
+    fe_op_request req = {.op = "GEMV", .operands = ops, .n_operands = 6,
+                         .tunables = rows_as_stored, .n_tunables = 1};
     fe_kernel *k = NULL;
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) {
         fprintf(stderr, "bench_weight_memory: %s\n", err.message);
