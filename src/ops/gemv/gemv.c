@@ -42,7 +42,9 @@ static const fe_tunable_decl tunables[] = {
                                     .n_choices = 4}, 4, true,
                   "W rows a worker reads at once: its rows cut into that many contiguous runs "
                   "read side by side (memory streams in flight, each front to back; x loaded "
-                  "once per step for all of them)"},
+                  "once per step for all of them); under panel = 1 at one batch from a layout, "
+                  "its 16-row groups cut into that many runs, a group of each (and up's) in "
+                  "one pass: up to 8 streams"},
     [GEMV_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
                    true,
                    "act_int8 dot products: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
@@ -64,7 +66,7 @@ static const fe_tunable_decl tunables[] = {
                     "without one: the same bytes), outputs in the vector lanes, each worker's "
                     "panels one memory stream, each output in a summation order of its own (not "
                     "the bytes of 0), the same bytes whatever B, the bounds, the workers and the "
-                    "ISA; the other tunables but WIDTH then do nothing. bf16 W (AVX2, AVX-512): "
+                    "ISA; the other tunables but WIDTH and rows_per_step then do nothing. bf16 W (AVX2, AVX-512): "
                     "k-pair panels of 32 rows, the bf16 GEMM's layout of the same weight (one "
                     "copy for prefill and decode where the GEMM reads it); act_int8 with q8_0, "
                     "q4_0 or q4_1 W (ops/gemv/panel.h): 16 rows' quants transposed per 32-block, "
@@ -494,6 +496,17 @@ static const fe_case cases[] = {
     {.name = "q4_0/panel_madd", .dims = {6, 48, 576}, .n_dims = 3,
      P3("act_int8", 1, "repeat", 3, "epilogue", GEMV_EPI_RESIDUAL),
      .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
+    /* one batch from the layout: the worker's groups in rows_per_step runs read side by
+     * side (runs of unequal length, more runs than groups; W's and up's panels in one pass),
+     * the same bytes as the run without the layout, which packs group after group */
+    {.name = "q8_0/panel_runs8", .dims = {1, 200, 96}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL),
+     .tunables = {{"panel", 1}, {"rows_per_step", 8}}, .n_tunables = 2},
+    {.name = "q4_1/panel_runs4_swiglu", .dims = {1, 100, 576}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU),
+     .tunables = {{"rows_per_step", 4}}, .n_tunables = 1},
+    {.name = "q4_0/panel_runs2", .dims = {1, 33, 64}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}, {"rows_per_step", 2}, {"int8_dot", 0}}, .n_tunables = 3},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},

@@ -22,7 +22,12 @@
  * then the epilogue in f32 (fe_gemv_epilogue). Nothing crosses lanes, batches or workers, so
  * a given x row's y is the same bytes whatever B, the rows and batches bounds, the worker
  * count and the ISA (scalar, AVX2, AVX-512 with VNNI or without). It is a summation order of
- * its own: not the bytes of the panel = 0 design. */
+ * its own: not the bytes of the panel = 0 design.
+ *
+ * At one batch over layouts (the decode), a worker reads rows_per_step runs of its groups
+ * side by side, W's and up's panels of a group in the same pass (panel_driver.inc): several
+ * memory streams in flight where one group after the other is one. Each lane is computed as
+ * above, so the bytes do not change. */
 #ifndef FE_OPS_GEMV_PANEL_H
 #define FE_OPS_GEMV_PANEL_H
 
