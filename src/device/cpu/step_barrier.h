@@ -1,5 +1,6 @@
-/* device/cpu/step_barrier.h: a barrier inside one step, for a kernel whose workers finish one
- * phase before any starts the next (MHA's key segments, then their combination). The pool
+/* device/cpu/step_barrier.h: a kernel's own synchronisation inside one step: a barrier, for a
+ * kernel whose workers finish one phase before any starts the next (MHA's key segments, then
+ * their combination), and a counter of work units claimed (fe_step_claim, below: GEMV's rows). The pool
  * puts a barrier between steps; this one lies between a step's phases, on memory the kernel
  * owns (ops/kernel.c gives each kernel one, zeroed, in fe_args.barrier), so it needs no reset:
  * the last of the nth workers to arrive clears the count and opens the next generation.
@@ -11,10 +12,14 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 typedef struct fe_step_barrier {
     _Alignas(64) atomic_uint arrived;
     atomic_uint generation;
+    /* fe_step_claim's: the next unit of the run, and the workers that found none left */
+    _Alignas(64) atomic_llong next;
+    atomic_int finished;
 } fe_step_barrier;
 
 enum { FE_STEP_BARRIER_SPINS = 1 << 12 };
@@ -36,6 +41,24 @@ static inline void fe_step_barrier_wait(fe_step_barrier *b, int nth) {
             sched_yield();
         }
     }
+}
+
+/* Work units claimed as the workers come for them, in place of a fixed share each: a worker
+ * the host slows (another process on its CPU, a late wake-up) then takes fewer units, and
+ * none waits at the step's end for it. Returns the next of the run's n units, or -1 when none
+ * is left. Every worker of the step (ith < nth, all of them) calls it until it returns -1,
+ * each exactly once past the end: the last of the nth to find none resets the count for the
+ * step's next run (which the pool starts only after every worker has left this one), so it
+ * needs no reset either. Which worker computes a unit never changes its bytes where the
+ * units are independent (a GEMV's rows). */
+static inline int64_t fe_step_claim(fe_step_barrier *b, int nth, int64_t n) {
+    const int64_t u = atomic_fetch_add(&b->next, 1);
+    if (u < n) return u;
+    if (atomic_fetch_add(&b->finished, 1) == nth - 1) {
+        atomic_store(&b->next, 0);
+        atomic_store(&b->finished, 0);
+    }
+    return -1;
 }
 
 #endif
