@@ -507,6 +507,14 @@ static const fe_case cases[] = {
      .tunables = {{"rows_per_step", 4}}, .n_tunables = 1},
     {.name = "q4_0/panel_runs2", .dims = {1, 33, 64}, .n_dims = 3, P1("act_int8", 1),
      .tunables = {{"panel", 1}, {"rows_per_step", 2}, {"int8_dot", 0}}, .n_tunables = 3},
+    /* one batch over weights past GEMV_CLAIM_BYTES a unit: rows (and panel groups) in units
+     * claimed by the workers as they come, uneven at the end */
+    {.name = "q8_0/claimed_rows", .dims = {1, 1999, 2048}, .n_dims = 3,
+     P2("act_int8", 1, "epilogue", GEMV_EPI_RESIDUAL), .tunables = {{"panel", 0}}, .n_tunables = 1},
+    {.name = "q4_1/claimed_panels_swiglu", .dims = {1, 1400, 1536}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
+    {.name = "bf16/claimed_rows", .dims = {1, 1100, 1024}, .n_dims = 3,
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},

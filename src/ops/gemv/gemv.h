@@ -59,16 +59,21 @@ enum { GEMV_I8_NONE = 0, GEMV_I8_EMUL, GEMV_I8_VNNI };
 enum { GEMV_MAX_RPS = 8, GEMV_ROW_ALIGN = 16, GEMV_CHUNK = 16, GEMV_MAX_PASS = 8 };
 
 /* GEMV_CLAIM_UNITS: at one batch of a rank-2 W (the decode) the rows go in units that the
- * workers claim as they come for them (fe_step_claim, device/cpu/step_barrier.h), this many a
- * worker, in place of one fixed share each: measured on the 2-vCPU Zen 4, a worker sat idle
- * at the end of a fixed-share decode GEMV for 3-13 % of the call (median; p90 11-30 %).
- * gemv_claim_units: the units over n rows (or 16-row groups) in multiples of align, at most
- * one per align; 0 with one worker, whose share is all of it. */
+ * workers claim as they come for them (fe_step_claim, device/cpu/step_barrier.h), up to this
+ * many a worker, in place of one fixed share each: measured on the 2-vCPU Zen 4, a worker sat
+ * idle at the end of a fixed-share decode GEMV for 3-13 % of the call (median; p90 11-30 %).
+ * A unit is at least GEMV_CLAIM_BYTES of weights (a claim costs a cache line moved between
+ * cores, and a unit's streams ramp up from cold): on SmolLM2-135M, whose matrices are 0.2-1
+ * MB, claiming units of every GEMV made the decode 0.88-0.91x. gemv_claim_units: the units
+ * over `most` units at most (rows or 16-row groups in multiples of 16) and `bytes` of W (and
+ * up) a call; 0, a fixed share each, under two units a worker or with one worker. */
 enum { GEMV_CLAIM_UNITS = 8 };
-static inline int64_t gemv_claim_units(int64_t n, int64_t align, int nth) {
-    if (nth <= 1) return 0;
-    const int64_t most = (n + align - 1) / align, u = (int64_t)nth * GEMV_CLAIM_UNITS;
-    return u < most ? u : most;
+#define GEMV_CLAIM_BYTES ((size_t)512 << 10)
+static inline int64_t gemv_claim_units(int64_t most, size_t bytes, int nth) {
+    int64_t u = (int64_t)nth * GEMV_CLAIM_UNITS;
+    if (u > most) u = most;
+    if (u > (int64_t)(bytes / GEMV_CLAIM_BYTES)) u = (int64_t)(bytes / GEMV_CLAIM_BYTES);
+    return nth > 1 && u >= 2 * (int64_t)nth ? u : 0;
 }
 
 /* The shape of one run, read from args and design. */
