@@ -515,6 +515,8 @@ static const fe_case cases[] = {
      P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_SWIGLU)},
     {.name = "bf16/claimed_rows", .dims = {1, 1100, 1024}, .n_dims = 3,
      .tunables = {{"panel", 0}}, .n_tunables = 1},
+    {.name = "bf16/claimed_panels_swiglu", .dims = {1, 620, 1024}, .n_dims = 3, .lo = -1, .hi = 1,
+     P1("epilogue", GEMV_EPI_SWIGLU)},
     /* Llama 3.2 1B shapes (N x K), one batch */
     {.name = "bf16/2048x2048", BIG(2048, 2048)},
     {.name = "bf16/512x2048", BIG(512, 2048)},
