@@ -127,7 +127,10 @@ static int bench_shape(fe_device *dev, const shape *s) {
         void *lay[2][6] = {{0}}; /* a panel design reads W and up from layouts made once */
         const bool laid = bench_layouts_make(k[0], ops, 6, lay[0]) >= 0 &&
                           bench_layouts_make(k[1], ops, 6, lay[1]) >= 0;
-        if (!laid) printf("  %s: out of memory for the layouts\n", s->name), status = 1;
+        if (!laid) {
+            printf("  %s: out of memory for the layouts\n", s->name);
+            status = 1;
+        }
         for (int i = 0; i < 2 && laid; i++) /* warm up */
             fe_kernel_run_layouts(k[i], ops, 6, (const void *const *)lay[i], NULL, 0);
         for (int run = 0; run < RUNS; run++)

@@ -1,7 +1,7 @@
 /* bench/bench_weight_memory.c: where a model's weights should live for decoding. A decode step
  * streams every weight once, so the memory the weights sit in can matter as much as the
- * kernel: this times the BF16 GEMV (src/ops/gemv; panel = 0, reading W as stored) over one matrix of Llama 3.2 1B's head
- * (128256 x 2048, 525 MB, far past the caches) placed in each of
+ * kernel: this times the BF16 GEMV (src/ops/gemv; panel = 0, reading W as stored) over one
+ * matrix of Llama 3.2 1B's head (128256 x 2048, 525 MB, far past the caches) placed in each of
  *   - map:       a read-only private file mapping of a file holding it (how a checkpoint is
  *                read when it is used mapped), pages faulted in by a first pass;
  *   - populate:  the same with MAP_POPULATE;

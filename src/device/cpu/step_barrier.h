@@ -1,7 +1,7 @@
 /* device/cpu/step_barrier.h: a kernel's own synchronisation inside one step: a barrier, for a
  * kernel whose workers finish one phase before any starts the next (MHA's key segments, then
- * their combination), and a counter of work units claimed (fe_step_claim, below: GEMV's rows). The pool
- * puts a barrier between steps; this one lies between a step's phases, on memory the kernel
+ * their combination), and a counter of work units claimed (fe_step_claim, below: GEMV's
+ * rows). The pool puts a barrier between steps; this one lies between a step's phases, on memory the kernel
  * owns (ops/kernel.c gives each kernel one, zeroed, in fe_args.barrier), so it needs no reset:
  * the last of the nth workers to arrive clears the count and opens the next generation.
  * Every worker of the step must call it the same number of times (ith < nth, all of them,
@@ -11,8 +11,11 @@
 #define FE_DEVICE_CPU_STEP_BARRIER_H
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "device/split.h"
 
 typedef struct fe_step_barrier {
     _Alignas(64) atomic_uint arrived;
@@ -59,6 +62,17 @@ static inline int64_t fe_step_claim(fe_step_barrier *b, int nth, int64_t n) {
         atomic_store(&b->finished, 0);
     }
     return -1;
+}
+
+/* fe_step_claim over n items cut into `units` ranges as fe_split cuts them (multiples of
+ * align): true with the next claimed unit's range in [*lo, *hi) (empty where units outnumber
+ * the aligned items), false when none is left (the same calling rule as fe_step_claim). */
+static inline bool fe_step_claim_range(fe_step_barrier *b, int nth, int64_t units, int64_t n,
+                                       int64_t align, int64_t *lo, int64_t *hi) {
+    const int64_t u = fe_step_claim(b, nth, units);
+    if (u < 0) return false;
+    fe_split(n, (int)u, (int)units, align, lo, hi);
+    return true;
 }
 
 #endif

@@ -65,8 +65,8 @@ enum { GEMV_MAX_RPS = 8, GEMV_ROW_ALIGN = 16, GEMV_CHUNK = 16, GEMV_MAX_PASS = 8
  * A unit is at least GEMV_CLAIM_BYTES of weights (a claim costs a cache line moved between
  * cores, and a unit's streams ramp up from cold): on SmolLM2-135M, whose matrices are 0.2-1
  * MB, claiming units of every GEMV made the decode 0.88-0.91x. gemv_claim_units: the units
- * over `most` units at most (rows or 16-row groups in multiples of 16) and `bytes` of W (and
- * up) a call; 0, a fixed share each, under two units a worker or with one worker. */
+ * over `most` units at most (rows in multiples of 16, 16-row groups or 32-row panels) and
+ * `bytes` of W (and up) a call; 0, a fixed share each, under two units a worker or with one worker. */
 enum { GEMV_CLAIM_UNITS = 8 };
 #define GEMV_CLAIM_BYTES ((size_t)512 << 10)
 static inline int64_t gemv_claim_units(int64_t most, size_t bytes, int nth) {
