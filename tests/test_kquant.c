@@ -28,12 +28,16 @@ typedef struct isa_kernels {
     dequant_fn dequant;
     dot_f32_fn dot_f32;
     dot_i8_fn dot_i8;
+    fe_kq_quant_fn quant;
 } isa_kernels;
 
 static const isa_kernels isas[] = {
-    {FE_ISA_SCALAR, "scalar", fe_kq_dequant_scalar, fe_kq_dot_f32_scalar, fe_kq_dot_int8_scalar},
-    {FE_ISA_AVX2, "avx2", fe_kq_dequant_avx2, fe_kq_dot_f32_avx2, fe_kq_dot_int8_avx2},
-    {FE_ISA_AVX512, "avx512", fe_kq_dequant_avx512, fe_kq_dot_f32_avx512, fe_kq_dot_int8_avx512},
+    {FE_ISA_SCALAR, "scalar", fe_kq_dequant_scalar, fe_kq_dot_f32_scalar, fe_kq_dot_int8_scalar,
+     fe_kq_quant_x_scalar},
+    {FE_ISA_AVX2, "avx2", fe_kq_dequant_avx2, fe_kq_dot_f32_avx2, fe_kq_dot_int8_avx2,
+     fe_kq_quant_x_avx2},
+    {FE_ISA_AVX512, "avx512", fe_kq_dequant_avx512, fe_kq_dot_f32_avx512, fe_kq_dot_int8_avx512,
+     fe_kq_quant_x_avx512},
 };
 
 static const fe_dtype kq_types[] = {FE_DTYPE_Q5_0, FE_DTYPE_Q4_K, FE_DTYPE_Q6_K};
@@ -252,6 +256,40 @@ static void activations_quantise_as_q8_k(void **s) {
     }
 }
 
+/* Every ISA's quantiser gives fe_kq_quant_x's bytes, scales and sums bit for bit, on blocks
+ * of 32 and 256: random values over magnitudes 1e-30..1e30, exact halves of the step (ties
+ * round to even), zero blocks, signed zeros, a lone NaN and infinities (clamped to +-127 as
+ * the plain loop's comparisons clamp them). */
+static void every_isa_quantises_as_fe_kq_quant_x(void **s) {
+    (void)s;
+    enum { K = 1024 };
+    static float x[K], dx[2][K / 32];
+    static int8_t q[2][K];
+    static int16_t bs[2][K / 16];
+    unsigned r = 12345u;
+    for (int j = 0; j < K; j++) {
+        r = r * 1103515245u + 12345u;
+        const float u = (float)((r >> 8) & 0xffff) / 65536.0f - 0.5f;
+        x[j] = u * powf(10.0f, (float)((j / 64) % 13) * 5.0f - 30.0f);
+    }
+    for (int j = 0; j < 32; j++) x[32 + j] = 0.5f * (float)(j - 16); /* halves: amax 8, ties */
+    for (int j = 0; j < 32; j++) x[64 + j] = (j & 1) ? -0.0f : 0.0f;  /* a zero block */
+    x[100] = NAN;
+    x[300] = INFINITY, x[301] = -INFINITY;
+    for (int xb = 32; xb <= 256; xb *= 8) {
+        fe_kq_quant_x(x, K, xb, q[0], dx[0], bs[0]);
+        for (int i = 0; i < 3 && isas[i].isa <= best_isa(); i++) {
+            memset(q[1], 0x55, sizeof q[1]);
+            memset(dx[1], 0x55, sizeof dx[1]);
+            memset(bs[1], 0x55, sizeof bs[1]);
+            isas[i].quant(x, K, xb, q[1], dx[1], bs[1]);
+            if (memcmp(q[0], q[1], K) || memcmp(dx[0], dx[1], (size_t)(K / xb) * sizeof(float)) ||
+                memcmp(bs[0], bs[1], sizeof bs[0]))
+                fail_msg("%s quantises blocks of %d other than fe_kq_quant_x", isas[i].name, xb);
+        }
+    }
+}
+
 /* dtype traits: bytes per weight as the cost models read them */
 static void k_dtypes_have_ggml_block_sizes(void **s) {
     (void)s;
@@ -273,6 +311,7 @@ int main(void) {
         cmocka_unit_test(every_isa_decodes_as_fe_dequant_row),
         cmocka_unit_test(dots_match_decoded_rows_and_int8_stays_within_its_rounding),
         cmocka_unit_test(activations_quantise_as_q8_k),
+        cmocka_unit_test(every_isa_quantises_as_fe_kq_quant_x),
         cmocka_unit_test(k_dtypes_have_ggml_block_sizes),
     };
     return cmocka_run_group_tests_name("kquant", tests, test_device_setup, test_device_teardown);

@@ -20,6 +20,7 @@
 
 #define GEMV_ISA FE_ISA_AVX2
 #define GEMV_KNAME fe_gemv_avx2
+#define gemv_kq_quant_x fe_kq_quant_x_avx2 /* act_int8 over the kquant dtypes */
 #define GEMV_BF16_CHUNK 16
 #define GEMV_Q4_PAIRS 0
 

@@ -29,6 +29,7 @@
 
 #define GEMV_ISA FE_ISA_AVX512
 #define GEMV_KNAME fe_gemv_avx512
+#define gemv_kq_quant_x fe_kq_quant_x_avx512 /* act_int8 over the kquant dtypes */
 #define GEMV_BF16_CHUNK 32
 #define GEMV_Q4_PAIRS 1
 

@@ -44,6 +44,15 @@ void fe_kq_quant_x(const float *x, int64_t K, int xb, int8_t *q, float *dx, int1
 void fe_kq_quant_x_bounded(const float *x, int64_t K, int64_t k, int xb, int8_t *q, float *dx,
                            int16_t *bsums);
 
+/* fe_kq_quant_x's contract, as each ISA's copy (fe_kq_quant_x_<isa>, below) implements it */
+typedef void (*fe_kq_quant_fn)(const float *x, int64_t K, int xb, int8_t *q, float *dx,
+                               int16_t *bsums);
+
+/* fe_kq_quant_x_bounded by the quantiser `quant` (fe_kq_quant_x or an ISA's copy: the same
+ * bytes) */
+void fe_kq_quant_x_bounded_by(fe_kq_quant_fn quant, const float *x, int64_t K, int64_t k, int xb,
+                              int8_t *q, float *dx, int16_t *bsums);
+
 /* the int8 dot of the reference, element by element */
 double fe_kq_dot_int8_ref(fe_dtype dt, const unsigned char *row, const int8_t *q,
                           const float *dx, const int16_t *bsums, int64_t K);
@@ -53,7 +62,9 @@ double fe_kq_dot_int8_ref(fe_dtype dt, const unsigned char *row, const int8_t *q
     float fe_kq_dot_f32_##isa(fe_dtype dt, const unsigned char *row, const float *x,        \
                               int64_t K);                                                   \
     float fe_kq_dot_int8_##isa(fe_dtype dt, const unsigned char *row, const int8_t *q,      \
-                               const float *dx, const int16_t *bsums, int64_t K);
+                               const float *dx, const int16_t *bsums, int64_t K);     \
+    void fe_kq_quant_x_##isa(const float *x, int64_t K, int xb, int8_t *q, float *dx,       \
+                             int16_t *bsums);
 FE_KQ_DECLARE(scalar)
 FE_KQ_DECLARE(avx2)
 FE_KQ_DECLARE(avx512)

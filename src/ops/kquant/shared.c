@@ -34,13 +34,18 @@ void fe_kq_quant_x(const float *x, int64_t K, int xb, int8_t *q, float *dx, int1
 
 void fe_kq_quant_x_bounded(const float *x, int64_t K, int64_t k, int xb, int8_t *q, float *dx,
                            int16_t *bsums) {
+    fe_kq_quant_x_bounded_by(fe_kq_quant_x, x, K, k, xb, q, dx, bsums);
+}
+
+void fe_kq_quant_x_bounded_by(fe_kq_quant_fn quant, const float *x, int64_t K, int64_t k, int xb,
+                              int8_t *q, float *dx, int16_t *bsums) {
     const int64_t full = k / xb * xb;
-    fe_kq_quant_x(x, full, xb, q, dx, bsums);
+    quant(x, full, xb, q, dx, bsums);
     int64_t done = full;
     if (full < k) {
         float t[256] = {0};
         memcpy(t, x + full, (size_t)(k - full) * sizeof *t);
-        fe_kq_quant_x(t, xb, xb, q + full, dx + full / xb, bsums + full / 16);
+        quant(t, xb, xb, q + full, dx + full / xb, bsums + full / 16);
         done += xb;
     }
     memset(q + done, 0, (size_t)(K - done));
