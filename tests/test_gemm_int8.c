@@ -1,5 +1,5 @@
 /* tests/test_gemm_int8.c: the prefill GEMM's int8 activations are the decode GEMV's: for
- * q8_0, q4_0 and q4_1 weights, on every ISA the machine has (and both int8_dot designs where
+ * q8_0, q4_0, q4_1 and q5_0 weights, on every ISA the machine has (and both int8_dot designs where
  * it has VNNI), GEMM act_int8 over M rows gives what GEMV act_int8 gives for each row as a
  * batch, up to the order of f32 additions (the same quantised bytes and scales, the same
  * exact integer block sums). The catalog checks each against its own reference; this checks
@@ -7,7 +7,7 @@
  * bounds the design's distance from the f32 products: each quantised value is within half a
  * step (dx / 2) of a's, so |C_int8 - C_f32| <= sum over blocks of dx / 2 sum |w|; and the
  * kernels' two ways of writing C (whole tiles from the registers, the rest through a tile
- * buffer) agree exactly. */
+ * buffer) agree exactly; and q5_0's largest products stay exact (no int16 lane saturates). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -70,7 +70,7 @@ static void operands_free(operands *o) {
 
 static void gemm_int8_rows_are_gemv_int8_batches(void **s) {
     (void)s;
-    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
+    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1, FE_DTYPE_Q5_0};
     fe_device *probe = device_at(FE_ISA_AVX512);
     const fe_isa best = fe_device_get_info(probe)->best_isa;
     fe_device_destroy(probe);
@@ -105,7 +105,7 @@ static void gemm_int8_rows_are_gemv_int8_batches(void **s) {
 /* against the f32 design (B widened, f32 products) on the best ISA: within the rounding bound */
 static void gemm_int8_is_within_half_a_step_of_f32(void **s) {
     (void)s;
-    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
+    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1, FE_DTYPE_Q5_0};
     fe_device *dev = device_at(FE_ISA_AVX512);
     for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
         operands o;
@@ -156,7 +156,7 @@ static void gemm_int8_is_within_half_a_step_of_f32(void **s) {
 static void gemm_int8_tiles_into_c_equal_the_tile_buffer_path(void **s) {
     (void)s;
     enum { M2 = 13, N2 = 70, K2 = 416 };
-    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1};
+    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1, FE_DTYPE_Q5_0};
     fe_device *probe = device_at(FE_ISA_AVX512);
     const fe_isa best = fe_device_get_info(probe)->best_isa;
     fe_device_destroy(probe);
@@ -207,11 +207,62 @@ static void gemm_int8_tiles_into_c_equal_the_tile_buffer_path(void **s) {
     print_message("tiles into C = tile buffer path in %d (ISA, dtype, int8_dot) runs\n", checked);
 }
 
+/* q5_0's stored values reach 31 (q4's 15): rows of B all 31 or all 0 (x = 15 d or -16 d) times
+ * rows of A all 1 (q = 127 everywhere) give the largest sums of each sign, 32 x 31 x 127 a
+ * block, which 16-bit partial sums of 16 products would saturate. C = 15 K or -16 K (d = 1),
+ * on every ISA and int8_dot, up to the f32 scaling's rounding. */
+static void gemm_int8_q5_0_extremes_stay_exact(void **s) {
+    (void)s;
+    enum { M3 = 7, N3 = 18, K3 = 640 };
+    fe_device *probe = device_at(FE_ISA_AVX512);
+    const fe_isa best = fe_device_get_info(probe)->best_isa;
+    fe_device_destroy(probe);
+    const int64_t mk[2] = {M3, K3}, nk[2] = {N3, K3}, mn[2] = {M3, N3};
+    fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
+    fe_tensor w = fe_tensor_contiguous(NULL, FE_DTYPE_Q5_0, 2, nk);
+    fe_tensor c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+    test_buf ab, wb, cb;
+    assert_true(test_buf_alloc(&ab, &a) && test_buf_alloc(&wb, &w) && test_buf_alloc(&cb, &c));
+    for (int64_t i = 0; i < M3 * K3; i++) ((float *)ab.mem)[i] = 1.0f;
+    fe_block_q5_0 *blk = (fe_block_q5_0 *)wb.mem;
+    for (int64_t n = 0; n < N3; n++)
+        for (int64_t b = 0; b < K3 / 32; b++) {
+            fe_block_q5_0 *x = blk + n * (K3 / 32) + b;
+            x->d = fe_f32_to_f16(1.0f);
+            memset(x->qh, n % 2 ? 0 : 0xff, sizeof x->qh);
+            memset(x->qs, n % 2 ? 0 : 0xff, sizeof x->qs);
+        }
+    a.data = ab.mem, w.data = wb.mem, c.data = cb.mem;
+    int checked = 0;
+    for (int isa = 0; isa <= (int)best; isa++) {
+        fe_device *dev = device_at((fe_isa)isa);
+        for (int dot = 0; dot <= 1; dot++) {
+            const fe_setting gp[1] = {{"act_int8", 1}}, gt[1] = {{"int8_dot", dot}};
+            fe_tensor g[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
+            run(dev, "GEMM", g, 5, gp, 1, gt, 1);
+            const float *y = (const float *)cb.mem;
+            for (int64_t i = 0; i < M3 * N3; i++) {
+                const double want = (i % N3) % 2 ? -16.0 * K3 : 15.0 * K3;
+                if (fabs(y[i] - want) > 1e-5 * fabs(want))
+                    fail_msg("%s, int8_dot %d, C(%lld, %lld) = %.9g, not %g", fe_isa_name((fe_isa)isa),
+                             dot, (long long)(i / N3), (long long)(i % N3), y[i], want);
+            }
+            checked++;
+        }
+        fe_device_destroy(dev);
+    }
+    test_buf_free(&ab);
+    test_buf_free(&wb);
+    test_buf_free(&cb);
+    print_message("q5_0 extremes exact in %d (ISA, int8_dot) runs\n", checked);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemm_int8_rows_are_gemv_int8_batches),
         cmocka_unit_test(gemm_int8_is_within_half_a_step_of_f32),
         cmocka_unit_test(gemm_int8_tiles_into_c_equal_the_tile_buffer_path),
+        cmocka_unit_test(gemm_int8_q5_0_extremes_stay_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,7 +208,7 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
 static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, double l1,
                                 double l2) {
     const fe_dtype bdt = c->operands[GM_B].dtype;
-    if (c->params[GM_P_INT8] == 0 || fe_kq_serves(bdt) || c->dev->isa < FE_ISA_AVX2) return;
+    if (c->params[GM_P_INT8] == 0 || gm_kq_nsub(bdt) > 0 || c->dev->isa < FE_ISA_AVX2) return;
     const bool w16 = c->tunables[GM_DOT8] == GM_DOT8_PAIRS16; /* resolved before */
     const double col = (w16 ? GM_W16_BLOCK_WORDS : GM_I8_BLOCK_WORDS) * 4.0 / GM_KSTEP;
     const int nr = c->dev->isa >= FE_ISA_AVX512 ? GM_NR_I8_AVX512

@@ -26,20 +26,21 @@
  * as stored, 32 columns a vector, reducing each sum across lanes at the end of a K block
  * (bf16rows.inc). Elsewhere act_bf16 rounds A while packing and takes the f32 path.
  *
- * act_int8 (B q8_0, q4_0 or q4_1): A's rows are quantised once per call to int8 per 32-block
+ * act_int8 (B q8_0, q4_0, q4_1 or q5_0): A's rows are quantised once per call to int8 per 32-block
  * exactly as GEMV's act_int8 quantises x (fe_gemv_quant_x: dx = max|x| / 127, q =
  * round-half-even(x / dx); columns past the bound k count as zero), and each block's dot
  * with B is an exact integer sum, scaled after: d dx sum(wq xq) (q8_0), d dx sum((q - 8) xq)
- * (q4_0), d dx sum(q xq) + m dx sum(xq) (q4_1), the block terms summed in f32 (the double
+ * (q4_0), d dx sum(q xq) + m dx sum(xq) (q4_1), d dx sum((q - 16) xq) (q5_0), the block terms summed in f32 (the double
  * reference: the same integers, scaled and summed in double). Kernels (int8.inc): B is
  * packed per K block into panels of GM_NR_I8 columns as k-quads of u8 (q8_0 w ^ 0x80 under
- * VNNI, raw w for the 16-bit emulation; q4 nibbles 0..15) with each block's d and m beside;
+ * VNNI, raw w for the 16-bit emulation; q4 nibbles 0..15, q5_0 0..31) with each block's d and m beside;
  * a GM_MR_I8 x GM_NR_I8 register tile keeps int32 sums s for the current block and adds
  * them into f32 at the block's end as (dx s + dxc) d, dxc = dx times the offset's
- * correction (-128 or -8 times the block's sum of xq; s and the correction are exact in
+ * correction (-128, -8 or -16 times the block's sum of xq; s and the correction are exact in
  * f32, only the scaling rounds). tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
  * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16).
- * act_int8 over q5_0, q4_k and q6_k: A per 256-block (q5_0: 32) with its sums of 16, the
+ * q5_0 is int8.inc's as q4_0 is (stored 0..31, offset 16).
+ * act_int8 over q4_k and q6_k: A per 256-block with its sums of 16, the
  * integer sums per sub-block times the sub-block's integer scale, the mins or offsets from
  * A's group sums, d dx S - dm dx T per scale block in f32 (kquant.inc, its own panels and
  * register tiles GM_MR_KQ x GM_NR_KQ).
@@ -107,7 +108,7 @@ static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf
     return b == FE_DTYPE_BF16 && bf16_dot == GM_DOT_OFF;
 }
 
-/* act_int8 over q5_0, q4_k and q6_k (kquant.inc): rows of A x columns of C per register
+/* act_int8 over q4_k and q6_k (kquant.inc; q5_0 too in the scalar kernel): rows of A x columns of C per register
  * block (AVX-512: 12 int32 sums of the scale block, 12 of the sub-block under VNNI, two B
  * vectors, one broadcast; AVX2: 4 int32 sums, one B vector, the scales, the broadcast) */
 #define GM_MR_KQ_AVX512 6
@@ -115,12 +116,11 @@ static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf
 #define GM_MR_KQ_AVX2 4
 #define GM_NR_KQ_AVX2 8
 /* ... and the layout of a packed panel per scale block (the block whose f32 scales multiply
- * its integer sums: 256 for q4_k / q6_k, 32 for q5_0), per column: SB / 4 k-quads of u8
- * (q4_k 0..15, q6_k 0..63, q5_0 0..31: the stored values without their offset), one integer
- * scale word per sub-block (q4_k 8 of 32 elements, q6_k 16 of 16, q5_0 none: 1), the words
- * of int16 pairs that multiply A's group sums (q4_k its 8 mins, q6_k 32 times its 16 scales,
- * q5_0 16 and 0), then d and -dm (dmin for q4_k, d otherwise) as f32. */
-static inline int gm_kq_sb(fe_dtype dt) { return dt == FE_DTYPE_Q5_0 ? 32 : 256; }
+ * its integer sums: 256), per column: SB / 4 k-quads of u8 (q4_k 0..15, q6_k 0..63: the
+ * stored values without their offset), one integer scale word per sub-block (q4_k 8 of 32
+ * elements, q6_k 16 of 16), the words of int16 pairs that multiply A's group sums (q4_k its 8
+ * mins, q6_k 32 times its 16 scales), then d and -dm (dmin for q4_k, d for q6_k) as f32. */
+static inline int gm_kq_sb(fe_dtype dt) { return (void)dt, 256; }
 static inline int gm_kq_nsub(fe_dtype dt) {
     return dt == FE_DTYPE_Q4_K ? 8 : dt == FE_DTYPE_Q6_K ? 16 : 0;
 }

@@ -52,7 +52,7 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->i8 = d->params[GM_P_INT8] != 0;
     p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_VNNI;
     const fe_dtype bdt = d->dtypes[GM_B];
-    const bool kq = p->i8 && gm_kq_nsub(bdt) + (bdt == FE_DTYPE_Q5_0) > 0; /* kquant.inc */
+    const bool kq = p->i8 && gm_kq_nsub(bdt) > 0; /* kquant.inc (q5_0 is int8.inc's) */
     p->w16 = p->i8 && d->isa == FE_ISA_AVX2 && bdt == FE_DTYPE_Q8_0 &&
              d->tunables[GM_DOT8] == GM_DOT8_PAIRS16;
     if (p->rows) p->mr = GM_MR_ROWS, p->nr = GM_NR_ROWS;
