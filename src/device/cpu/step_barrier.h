@@ -1,8 +1,9 @@
 /* device/cpu/step_barrier.h: a kernel's own synchronisation inside one step: a barrier, for a
  * kernel whose workers finish one phase before any starts the next (MHA's key segments, then
  * their combination), and a counter of work units claimed (fe_step_claim, below: GEMV's
- * rows). The pool puts a barrier between steps; this one lies between a step's phases, on memory the kernel
- * owns (ops/kernel.c gives each kernel one, zeroed, in fe_args.barrier), so it needs no reset:
+ * rows). The pool puts a barrier between steps; this one lies between a step's phases, on
+ * memory the kernel owns (ops/kernel.c gives each kernel one, zeroed, in fe_args.barrier),
+ * so it needs no reset:
  * the last of the nth workers to arrive clears the count and opens the next generation.
  * Every worker of the step must call it the same number of times (ith < nth, all of them,
  * work or not). Waiting spins, then yields the CPU (a pool with more workers than CPUs, as

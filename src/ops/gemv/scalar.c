@@ -9,7 +9,7 @@
 
 #define GEMV_ISA FE_ISA_SCALAR
 #define GEMV_KNAME fe_gemv_scalar
-#define gemv_kq_quant_x fe_kq_quant_x /* act_int8 over the kquant dtypes */
+#define gemv_kq_quant_x fe_kq_quant_x_scalar /* act_int8 over the kquant dtypes */
 #define GEMV_BF16_CHUNK 0
 #define GEMV_Q4_PAIRS 0
 #define gemv_quant_x fe_gemv_quant_x
