@@ -272,7 +272,8 @@ static void every_isa_quantises_as_fe_kq_quant_x(void **s) {
         const float u = (float)((r >> 8) & 0xffff) / 65536.0f - 0.5f;
         x[j] = u * powf(10.0f, (float)((j / 64) % 13) * 5.0f - 30.0f);
     }
-    for (int j = 0; j < 32; j++) x[32 + j] = 0.5f * (float)(j - 16); /* halves: amax 8, ties */
+    for (int j = 0; j < 32; j++) x[32 + j] = (float)(j - 16) + 0.5f; /* ties: with amax 127, */
+    x[32] = 127.0f;                                                     /* dx = 1, x / dx = x */
     for (int j = 0; j < 32; j++) x[64 + j] = (j & 1) ? -0.0f : 0.0f;  /* a zero block */
     x[100] = NAN;
     x[300] = INFINITY, x[301] = -INFINITY;
