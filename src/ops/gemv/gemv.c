@@ -497,6 +497,19 @@ static const fe_case cases[] = {
     {.name = "q4_0/panel_madd", .dims = {6, 48, 576}, .n_dims = 3,
      P3("act_int8", 1, "repeat", 3, "epilogue", GEMV_EPI_RESIDUAL),
      .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
+    /* q5_0 (panel = 1 by default on AVX2 and AVX-512, pinned so the scalar kernel checks it
+     * too): the fifth bits of every quad, K = 32 and Gemma's 640, the offset 16 under VNNI
+     * and emulated; the row kernel pinned, as the default no longer runs it there */
+    {.name = "q5_0/panel_k32", .dims = {3, 21, 32}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q5_0/panel_k640", .dims = {9, 50, 640}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_GEGLU),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q5_0/panel_madd", .dims = {5, 37, 1536}, .n_dims = 3,
+     P3("act_int8", 1, "repeat", 5, "epilogue", GEMV_EPI_RESIDUAL),
+     .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
+    {.name = "q5_0/rows_int8", .dims = {3, 33, 640}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
     /* one batch from the layout: the worker's groups in rows_per_step runs read side by
      * side (runs of unequal length, more runs than groups; W's and up's panels in one pass),
      * the same bytes as the run without the layout, which packs group after group */

@@ -12,15 +12,16 @@ void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t 
                         int64_t g, unsigned char *dst) {
     const int64_t nb = K / 32;
     const size_t bb = fe_gemv_panel_block_bytes(dt), qb = fe_gemv_panel_qbytes(dt);
-    const size_t blk = dt == FE_DTYPE_Q8_0   ? sizeof(fe_block_q8_0)
-                       : dt == FE_DTYPE_Q4_0 ? sizeof(fe_block_q4_0)
-                                             : sizeof(fe_block_q4_1);
+    const size_t pd = fe_gemv_panel_doff(dt);
+    const size_t blk = fe_dtype_info(dt)->size;
     /* where each block keeps its quants and scales */
     const size_t qoff = dt == FE_DTYPE_Q8_0   ? offsetof(fe_block_q8_0, qs)
                         : dt == FE_DTYPE_Q4_0 ? offsetof(fe_block_q4_0, qs)
+                        : dt == FE_DTYPE_Q5_0 ? offsetof(fe_block_q5_0, qs)
                                               : offsetof(fe_block_q4_1, qs);
     const size_t doff = dt == FE_DTYPE_Q8_0   ? offsetof(fe_block_q8_0, d)
                         : dt == FE_DTYPE_Q4_0 ? offsetof(fe_block_q4_0, d)
+                        : dt == FE_DTYPE_Q5_0 ? offsetof(fe_block_q5_0, d)
                                               : offsetof(fe_block_q4_1, d);
     const int nv = (int)(qb / 64);
     for (int64_t j = 0; j < nb; j++) {
@@ -31,8 +32,14 @@ void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t 
             if (r >= N) break;
             const unsigned char *b = w + (size_t)r * rs + (size_t)j * blk;
             for (int v = 0; v < nv; v++) memcpy(o + 64 * v + 4 * L, b + qoff + 4 * v, 4);
-            memcpy(o + qb + 2 * L, b + doff, 2);
-            if (dt == FE_DTYPE_Q4_1) memcpy(o + qb + 32 + 2 * L, b + offsetof(fe_block_q4_1, m), 2);
+            if (dt == FE_DTYPE_Q5_0) { /* byte 4L + e, bit q: qh's bit 4q + e */
+                const uint8_t *qh = b + offsetof(fe_block_q5_0, qh);
+                for (int e = 0; e < 4; e++)
+                    for (int q = 0; q < 8; q++)
+                        o[qb + 4 * L + e] |= (unsigned char)(((qh[(4 * q + e) / 8] >> ((4 * q + e) % 8)) & 1) << q);
+            }
+            memcpy(o + pd + 2 * L, b + doff, 2);
+            if (dt == FE_DTYPE_Q4_1) memcpy(o + pd + 32 + 2 * L, b + offsetof(fe_block_q4_1, m), 2);
         }
     }
 }

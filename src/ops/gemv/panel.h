@@ -2,12 +2,14 @@
  * the declaration (gemv.c), the panel format (panel.c) and the per-ISA panel kernels
  * (panel_driver.inc with panel_scalar.inc, panel_avx2.inc, panel_avx512.inc) share.
  *
- * The design: 16 W rows (outputs) in the 16 vector lanes. W (q8_0, q4_0 or q4_1) is read as
- * panels: per group of 16 rows and per 32-block j, the rows' quants transposed so that 32-bit
- * lane L of vector v holds row 16 g + L's quant bytes 4v..4v+3 (q4: 4 vectors of 64 bytes,
- * the 16 nibble bytes of each row; q8_0: 8 vectors, its 32 int8), then the 16 rows' d (f16),
- * then (q4_1) the 16 m (f16): as many bytes as the stored blocks (q8_0 544, q4_0 288, q4_1
- * 320 a block of 16 rows). A group's blocks lie one after the other, groups one after the
+ * The design: 16 W rows (outputs) in the 16 vector lanes. W (q8_0, q4_0, q4_1 or q5_0) is
+ * read as panels: per group of 16 rows and per 32-block j, the rows' quants transposed so
+ * that 32-bit lane L of vector v holds row 16 g + L's quant bytes 4v..4v+3 (q4, q5_0: 4
+ * vectors of 64 bytes, the 16 nibble bytes of each row; q8_0: 8 vectors, its 32 int8), then
+ * (q5_0) the fifth bits as one more vector of 64 bytes, byte 4L + e holding in bit q row L's
+ * bit 4 of element 4q + e (so quad q's bits are one shift and one mask away, in the lanes
+ * where quad q's nibbles lie), then the 16 rows' d (f16), then (q4_1) the 16 m (f16): as many
+ * bytes as the stored blocks (q8_0 544, q4_0 288, q4_1 320, q5_0 352 a block of 16 rows). A group's blocks lie one after the other, groups one after the
  * other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
  * lanes are computed and never stored. The panels are either a layout made once per weight
  * (fe_op.layout: a graph's weights, or a caller's constant operand) or, without one, packed
@@ -16,7 +18,8 @@
  *
  * Each output's dot is defined, for every ISA, as: acc = 0; for each block j in order,
  *   s = the exact int32 sum over the block (q4_1: sum q xq; q4_0: sum q xq - 8 sx;
- *       q8_0: sum w xq), sx = sum xq over the block,
+ *       q5_0: sum q xq - 16 sx, q the 5-bit 0..31; q8_0: sum w xq), sx = sum xq over the
+ *       block,
  *   acc = fma((float)s, d * dx_j, acc)            (d * dx_j rounded to f32 first)
  *   q4_1 only: acc = fma(m, xt_j, acc)            (xt_j = dx_j * (float)sx, in f32)
  * then the epilogue in f32 (fe_gemv_epilogue). Nothing crosses lanes, batches or workers, so
@@ -45,9 +48,10 @@
 #endif
 enum { PANEL_ROWS = 16 };
 
-/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1) */
+/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0) */
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
-    return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1;
+    return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1 ||
+           dt == FE_DTYPE_Q5_0;
 }
 /* whether act_int8 W of dtype dt is read as panels by default, by the decode's GEMV and the
  * prefill's GEMM alike (GEMV panel, GEMM b_panels), so that the weight keeps one form: q4_1
@@ -58,7 +62,7 @@ static inline bool fe_gemv_panel_serves(fe_dtype dt) {
  * so there both ops read the rows as stored. (docs/performance.md) */
 static inline bool fe_gemv_panel_default(fe_dtype dt, fe_isa isa) {
     if (dt == FE_DTYPE_Q4_1) return true;
-    if (dt == FE_DTYPE_Q4_0) return isa >= FE_ISA_AVX2;
+    if (dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q5_0) return isa >= FE_ISA_AVX2;
     return dt == FE_DTYPE_Q8_0 && isa >= FE_ISA_AVX512;
 }
 /* the layout format of W's panels (fe_op.layout): the GEMV's and the act_int8 GEMM's, which
@@ -66,14 +70,19 @@ static inline bool fe_gemv_panel_default(fe_dtype dt, fe_isa isa) {
 static inline uint64_t fe_gemv_panel_format(fe_dtype dt) {
     return (uint64_t)FE_LAYOUT_I8_PANELS16 << 8 | (uint64_t)dt;
 }
-/* bytes of one (group, block) of panel: the quant vectors, then d, then m (q4_1 only). q4_1's
+/* bytes of one (group, block) of panel: the quant vectors, the fifth bits (q5_0 only), then
+ * d, then m (q4_1 only). q4_1's
  * 320 are whole cache lines; q8_0's 544 and q4_0's 288 are not (every other block's vectors
  * straddle lines), which measured no slower than 576 and 320 with zeros for m at the Llama 3.2
  * 1B shape's decode (bench_batch_decode, B = 1: 0.96x against 0.94x of panel = 0, the noise),
  * and keeps the layout at the stored size. */
 static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) { return dt == FE_DTYPE_Q8_0 ? 512 : 256; }
+/* where the 16 d of a (group, block) start: past the quant vectors and (q5_0) the fifth bits */
+static inline size_t fe_gemv_panel_doff(fe_dtype dt) {
+    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q5_0 ? 64 : 0);
+}
 static inline size_t fe_gemv_panel_block_bytes(fe_dtype dt) {
-    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q4_1 ? 64 : 32);
+    return fe_gemv_panel_doff(dt) + (dt == FE_DTYPE_Q4_1 ? 64 : 32);
 }
 /* bytes of one group's panel (K / 32 blocks), of one matrix's panels (N rows) */
 static inline size_t fe_gemv_panel_group_bytes(fe_dtype dt, int64_t K) {
