@@ -193,6 +193,10 @@ static fe_status infer(fe_op_ctx *c) {
  * (bench_gemv, q4_1 / q4_0 2048x8192: 0.225 / 0.205 ms at 4 rows, 0.231 / 0.219 at 2, 0.27 /
  * 0.23 at 8, one run), except under swiglu: 2 rows of each matrix (SmolLM2's int8 decode
  * 1-4 % faster than at 4 in 3 alternated rounds; 2 rows of the plain ones 3-5 % slower).
+ * The act_int8 panel design (panel = 1) reads 2 runs of groups at one batch, gated or not
+ * (2-vCPU Zen 4, bench_gemv's rows_per_step sweep, cold, medians of 7: Gemma 3's q8_0 head
+ * 262144 x 640 at 1 / 2 / 4 / 8 runs 5.7 / 4.7 / 7.6 / 8.1 ms with avx512; with avx2, q5_0 /
+ * q4_1 / q4_0 2048 x 8192 at 65 / 70 / 79 % of the read roof at 2 runs, 57-66 % at 4).
  * prefetch keeps its declared default (2048 bytes: within noise of the best at every
  * bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
  * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site.
@@ -226,8 +230,8 @@ static void resolve(fe_op_ctx *c) {
     if (!c->tunable_set[GEMV_RPS]) {
         bool swiglu = fe_gemv_epi_gated((int)c->params[GEMV_EPI]);
         bool blocks = fe_dtype_info(c->operands[GEMV_W].dtype)->block > 1;
-        bool int8 = c->params[GEMV_INT8] != 0;
-        c->tunables[GEMV_RPS] = blocks ? (int8 && swiglu ? 2 : 4) : swiglu ? 1 : 2;
+        bool int8 = c->params[GEMV_INT8] != 0, panels = c->tunables[GEMV_PANEL] != 0;
+        c->tunables[GEMV_RPS] = blocks ? (int8 && (swiglu || panels) ? 2 : 4) : swiglu ? 1 : 2;
         c->tunable_set[GEMV_RPS] = true;
     }
     bool can = c->params[GEMV_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
@@ -552,6 +556,10 @@ static const fe_case cases[] = {
     {.name = "q4_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q6_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     {.name = "q5_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    /* Gemma 3 270M Q4_K_M's decode: the q8_0 head (tied embedding), the K-quant down */
+    {.name = "q8_0/262144x640i8", BIG(262144, 640), P1("act_int8", 1)},
+    {.name = "q4_k/640x2048i8", BIG(640, 2048), P1("act_int8", 1)},
+    {.name = "q6_k/640x2048i8", BIG(640, 2048), P1("act_int8", 1)},
 };
 
 FE_KERNELS(gemv, 4, 16, 32);
