@@ -156,13 +156,18 @@ static bool time_kernel(const roof_ctx *rc, fe_kernel *k, fe_tensor *ops, int n_
     return true;
 }
 
-/* made at all workers; `tunable` = v when tunable is not NULL, the rest resolved */
+/* made at all workers with the tunables the case pins (a "_rows" case's panel = 0), and
+ * `tunable` = v in place of the case's own when tunable is not NULL; the rest resolved */
 static fe_kernel *make(fe_device *dev, const fe_op *op, const fe_case *c, fe_tensor *ops,
                        const char *tunable, int v) {
-    fe_setting tun[2] = {{"WIDTH", fe_device_get_info(dev)->n_workers}, {tunable, v}};
+    fe_setting tun[FE_MAX_TUNABLES + 2] = {{"WIDTH", fe_device_get_info(dev)->n_workers}};
+    int n = 1;
+    for (int i = 0; i < c->n_tunables; i++)
+        if (!tunable || strcmp(c->tunables[i].name, tunable) != 0) tun[n++] = c->tunables[i];
+    if (tunable) tun[n++] = (fe_setting){tunable, v};
     fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
                          .params = c->params, .n_params = c->n_params, .tunables = tun,
-                         .n_tunables = tunable ? 2 : 1};
+                         .n_tunables = n};
     fe_kernel *k = NULL;
     fe_error err = {0};
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK)

@@ -8,8 +8,41 @@
 #include "core/quant.h"
 #include "ops/gemv/panel.h"
 
+/* q4_k's (group, block): per row L, qs bytes 4v..4v+3 at vector v's lane L, the scale words
+ * at lane L of vectors 0..2 past them, then d and dmin (panel.h) */
+static void pack_q4_k(const unsigned char *w, size_t rs, int64_t N, int64_t g, int64_t j,
+                      unsigned char *o) {
+    const size_t qb = fe_gemv_panel_qbytes(FE_DTYPE_Q4_K), pd = fe_gemv_panel_doff(FE_DTYPE_Q4_K);
+    memset(o, 0, fe_gemv_panel_block_bytes(FE_DTYPE_Q4_K));
+    for (int L = 0; L < PANEL_ROWS && g * PANEL_ROWS + L < N; L++) {
+        const fe_block_q4_k *b = (const fe_block_q4_k *)(w + (size_t)(g * PANEL_ROWS + L) * rs) + j;
+        for (int v = 0; v < 32; v++) memcpy(o + 64 * v + 4 * L, b->qs + 4 * v, 4);
+        for (int v = 0; v < 3; v++) memcpy(o + qb + 64 * v + 4 * L, b->scales + 4 * v, 4);
+        memcpy(o + pd + 2 * L, &b->d, 2);
+        memcpy(o + pd + 32 + 2 * L, &b->dmin, 2);
+    }
+}
+
+void fe_gemv_panel_q4_k_block(const unsigned char *lay, int64_t K, int64_t row, int64_t j,
+                              fe_block_q4_k *out) {
+    const fe_dtype dt = FE_DTYPE_Q4_K;
+    const size_t qb = fe_gemv_panel_qbytes(dt), pd = fe_gemv_panel_doff(dt);
+    const unsigned char *o = lay + (size_t)(row / PANEL_ROWS) * fe_gemv_panel_group_bytes(dt, K) +
+                             (size_t)j * fe_gemv_panel_block_bytes(dt);
+    const int L = (int)(row % PANEL_ROWS);
+    for (int v = 0; v < 32; v++) memcpy(out->qs + 4 * v, o + 64 * v + 4 * L, 4);
+    for (int v = 0; v < 3; v++) memcpy(out->scales + 4 * v, o + qb + 64 * v + 4 * L, 4);
+    memcpy(&out->d, o + pd + 2 * L, 2);
+    memcpy(&out->dmin, o + pd + 32 + 2 * L, 2);
+}
+
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst) {
+    if (dt == FE_DTYPE_Q4_K) {
+        for (int64_t j = 0; j < K / 256; j++)
+            pack_q4_k(w, rs, N, g, j, dst + (size_t)j * fe_gemv_panel_block_bytes(dt));
+        return;
+    }
     const int64_t nb = K / 32;
     const size_t bb = fe_gemv_panel_block_bytes(dt), qb = fe_gemv_panel_qbytes(dt);
     const size_t pd = fe_gemv_panel_doff(dt);

@@ -9,7 +9,11 @@
  * (q5_0) the fifth bits as one more vector of 64 bytes, byte 4L + e holding in bit q row L's
  * bit 4 of element 4q + e (so quad q's bits are one shift and one mask away, in the lanes
  * where quad q's nibbles lie), then the 16 rows' d (f16), then (q4_1) the 16 m (f16): as many
- * bytes as the stored blocks (q8_0 544, q4_0 288, q4_1 320, q5_0 352 a block of 16 rows). A group's blocks lie one after the other, groups one after the
+ * bytes as the stored blocks (q8_0 544, q4_0 288, q4_1 320, q5_0 352 a block of 16 rows).
+ * q4_k's blocks are 256 wide: its 128 qs bytes a row as 32 vectors (vector v holding bytes
+ * 4v..4v+3: run v / 8's low nibbles are sub-block 2 (v / 8), its high ones 2 (v / 8) + 1),
+ * then its 12 scale bytes as 3 vectors (lane L: row L's scale word w), then the 16 d, then
+ * the 16 dmin: 2304 bytes, 16 x 144. A group's blocks lie one after the other, groups one after the
  * other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
  * lanes are computed and never stored. The panels are either a layout made once per weight
  * (fe_op.layout: a graph's weights, or a caller's constant operand) or, without one, packed
@@ -18,10 +22,13 @@
  *
  * Each output's dot is defined, for every ISA, as: acc = 0; for each block j in order,
  *   s = the exact int32 sum over the block (q4_1: sum q xq; q4_0: sum q xq - 8 sx;
- *       q5_0: sum q xq - 16 sx, q the 5-bit 0..31; q8_0: sum w xq), sx = sum xq over the
- *       block,
+ *       q5_0: sum q xq - 16 sx, q the 5-bit 0..31; q8_0: sum w xq; q4_k: sum over its 8
+ *       sub-blocks i of sc_i sum q xq), sx = sum xq over the block,
  *   acc = fma((float)s, d * dx_j, acc)            (d * dx_j rounded to f32 first)
  *   q4_1 only: acc = fma(m, xt_j, acc)            (xt_j = dx_j * (float)sx, in f32)
+ *   q4_k only: acc = fma(-(float)t, dmin * dx_j, acc), t = sum_i m_i sx_i (sx_i: sub-block
+ *       i's sum of xq)
+ * (q4_k's x quantised per 256-block as its row design's is, fe_kq_quant_x: dx_j per block)
  * then the epilogue in f32 (fe_gemv_epilogue). Nothing crosses lanes, batches or workers, so
  * a given x row's y is the same bytes whatever B, the rows and batches bounds, the worker
  * count and the ISA (scalar, AVX2, AVX-512 with VNNI or without). It is a summation order of
@@ -34,6 +41,7 @@
 #ifndef FE_OPS_GEMV_PANEL_H
 #define FE_OPS_GEMV_PANEL_H
 
+#include "core/quant.h"
 #include "ops/gemv/gemv.h"
 
 /* PANEL_PF: how many blocks ahead the kernels prefetch a group's panel (one memory stream a
@@ -48,11 +56,13 @@
 #endif
 enum { PANEL_ROWS = 16 };
 
-/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0) */
+/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0, q4_k) */
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
     return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1 ||
-           dt == FE_DTYPE_Q5_0;
+           dt == FE_DTYPE_Q5_0 || dt == FE_DTYPE_Q4_K;
 }
+/* the block width of W's dtype: a panel block's elements (32, q4_k 256) */
+static inline int64_t fe_gemv_panel_block_elems(fe_dtype dt) { return dt == FE_DTYPE_Q4_K ? 256 : 32; }
 /* whether act_int8 W of dtype dt is read as panels by default, by the decode's GEMV and the
  * prefill's GEMM alike (GEMV panel, GEMM b_panels), so that the weight keeps one form: q4_1
  * everywhere (faster at B = 1, 1.6-1.9x at B = 8), q4_0 on AVX2 and AVX-512, q8_0 on AVX-512
@@ -62,7 +72,7 @@ static inline bool fe_gemv_panel_serves(fe_dtype dt) {
  * so there both ops read the rows as stored. (docs/performance.md) */
 static inline bool fe_gemv_panel_default(fe_dtype dt, fe_isa isa) {
     if (dt == FE_DTYPE_Q4_1) return true;
-    if (dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q5_0) return isa >= FE_ISA_AVX2;
+    if (dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q5_0 || dt == FE_DTYPE_Q4_K) return isa >= FE_ISA_AVX2;
     return dt == FE_DTYPE_Q8_0 && isa >= FE_ISA_AVX512;
 }
 /* the layout format of W's panels (fe_op.layout): the GEMV's and the act_int8 GEMM's, which
@@ -70,23 +80,26 @@ static inline bool fe_gemv_panel_default(fe_dtype dt, fe_isa isa) {
 static inline uint64_t fe_gemv_panel_format(fe_dtype dt) {
     return (uint64_t)FE_LAYOUT_I8_PANELS16 << 8 | (uint64_t)dt;
 }
-/* bytes of one (group, block) of panel: the quant vectors, the fifth bits (q5_0 only), then
- * d, then m (q4_1 only). q4_1's
+/* bytes of one (group, block) of panel: the quant vectors, the fifth bits (q5_0 only) or the
+ * scale words (q4_k only), then d, then m (q4_1) or dmin (q4_k). q4_1's
  * 320 are whole cache lines; q8_0's 544 and q4_0's 288 are not (every other block's vectors
  * straddle lines), which measured no slower than 576 and 320 with zeros for m at the Llama 3.2
  * 1B shape's decode (bench_batch_decode, B = 1: 0.96x against 0.94x of panel = 0, the noise),
  * and keeps the layout at the stored size. */
-static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) { return dt == FE_DTYPE_Q8_0 ? 512 : 256; }
-/* where the 16 d of a (group, block) start: past the quant vectors and (q5_0) the fifth bits */
+static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) {
+    return dt == FE_DTYPE_Q8_0 ? 512 : dt == FE_DTYPE_Q4_K ? 2048 : 256;
+}
+/* where the 16 d of a (group, block) start: past the quant vectors and the fifth bits
+ * (q5_0) or the scale words (q4_k) */
 static inline size_t fe_gemv_panel_doff(fe_dtype dt) {
-    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q5_0 ? 64 : 0);
+    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q5_0 ? 64 : dt == FE_DTYPE_Q4_K ? 192 : 0);
 }
 static inline size_t fe_gemv_panel_block_bytes(fe_dtype dt) {
-    return fe_gemv_panel_doff(dt) + (dt == FE_DTYPE_Q4_1 ? 64 : 32);
+    return fe_gemv_panel_doff(dt) + (dt == FE_DTYPE_Q4_1 || dt == FE_DTYPE_Q4_K ? 64 : 32);
 }
-/* bytes of one group's panel (K / 32 blocks), of one matrix's panels (N rows) */
+/* bytes of one group's panel (K / block blocks), of one matrix's panels (N rows) */
 static inline size_t fe_gemv_panel_group_bytes(fe_dtype dt, int64_t K) {
-    return (size_t)(K / 32) * fe_gemv_panel_block_bytes(dt);
+    return (size_t)(K / fe_gemv_panel_block_elems(dt)) * fe_gemv_panel_block_bytes(dt);
 }
 static inline size_t fe_gemv_panel_matrix_bytes(fe_dtype dt, int64_t N, int64_t K) {
     return (size_t)((N + PANEL_ROWS - 1) / PANEL_ROWS) * fe_gemv_panel_group_bytes(dt, K);
@@ -95,6 +108,11 @@ static inline size_t fe_gemv_panel_matrix_bytes(fe_dtype dt, int64_t N, int64_t 
 /* Writes group g's panel of the (N, K) matrix w (rows rs bytes apart) into dst. */
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst);
+
+/* Row `row`'s 256-block j of a q4_k matrix (K columns) as stored, from its panels at lay (the
+ * inverse of fe_gemv_panel_pack): the act_int8 GEMM's B from the decode's copy. */
+void fe_gemv_panel_q4_k_block(const unsigned char *lay, int64_t K, int64_t row, int64_t j,
+                              fe_block_q4_k *out);
 
 /* The declaration's fe_op.layout / layout_make for the panel design (operands w and up). */
 size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
