@@ -1,6 +1,6 @@
 /* tests/test_gemv_panel.c: GEMV's panel design (panel = 1, ops/gemv/panel.h: 16 outputs in
  * the vector lanes, W read as 16-row panels) gives a given x row's y as the same bytes
- * whatever else the call holds and however it runs: for act_int8 q4_1, q8_0, q4_0, q5_0 and q4_k with
+ * whatever else the call holds and however it runs: for act_int8 q4_1, q8_0, q4_0, q5_0, q4_k and q6_k with
  * the prologue and epilogues, every batch of B = 1..16 (passes of 8, 4, 2, 1 and a second
  * chunk) equals that x row's GEMV at B = 1, with 1, 2 and 3 workers, from a layout made once
  * (fe_kernel_make_layout) and without one, and on every ISA the machine has (both int8_dot
@@ -127,6 +127,7 @@ static void every_x_row_gives_the_same_bytes_at_every_batch_count(void **s) {
         {FE_DTYPE_Q8_0, 64, GEMV_EPI_NONE, 0},    {FE_DTYPE_Q4_0, 160, GEMV_EPI_SILU, 0},
         {FE_DTYPE_Q5_0, 640, GEMV_EPI_GEGLU, 1},  {FE_DTYPE_Q5_0, 96, GEMV_EPI_RESIDUAL, 0},
         {FE_DTYPE_Q4_K, 2048, GEMV_EPI_RESIDUAL, 1}, {FE_DTYPE_Q4_K, 256, GEMV_EPI_SWIGLU, 0},
+        {FE_DTYPE_Q6_K, 2048, GEMV_EPI_GEGLU, 1},    {FE_DTYPE_Q6_K, 256, GEMV_EPI_NONE, 0},
     };
     fe_device *probe = device_at(FE_ISA_AVX512, 1);
     const fe_isa best = fe_device_get_info(probe)->best_isa;

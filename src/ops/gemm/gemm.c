@@ -82,7 +82,7 @@ static const fe_tunable_decl tunables[] = {
                  "the same integers (a value that cannot run is turned to the default)"},
     [GM_PANELS] = {"b_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
                    1, true,
-                   "act_int8 over q8_0, q4_0, q4_1, q5_0 or q4_k B (AVX2, AVX-512): 1 = B's panels "
+                   "act_int8 over q8_0, q4_0, q4_1, q5_0, q4_k or q6_k B (AVX2, AVX-512): 1 = B's panels "
                    "packed per call from the weight's GEMV panel layout (ops/gemv/panel.h: "
                    "16 rows' quants transposed per block, made once; the decode's GEMV panel = "
                    "1 reads the same copy), 0 = packed from B's rows as stored; the same "
@@ -90,7 +90,7 @@ static const fe_tunable_decl tunables[] = {
                    "avx512bf16): 1 = B's f32 panels widened per call from the k-pair layout "
                    "of 32 rows that the decode's GEMV panel = 1 reads, 0 = from B's rows; "
                    "the same floats (resolve sets 1 for bf16 where it serves, for act_int8 "
-                   "where the decode's GEMV reads panels by default: q4_1, q4_0, q5_0, q4_k, and q8_0 on "
+                   "where the decode's GEMV reads panels by default: q4_1, q4_0, q5_0, q4_k, q6_k, and q8_0 on "
                    "AVX-512; off where it does not serve)"},
 };
 
@@ -649,12 +649,19 @@ static const fe_case cases[] = {
      .tunables = {{"b_panels", 1}, {"int8_dot", 0}}, .n_tunables = 2},
     {.name = "q5_0/int8_from_rows", SHAPE(13, 40, 640), I8, .absent = NO_BIAS,
      .tunables = {{"b_panels", 0}}, .n_tunables = 1},
-    /* q4_k's blocks from the GEMV's panels (the default on AVX2 and AVX-512) and its rows */
+    /* q4_k's and q6_k's blocks from the GEMV's panels (the default on AVX2 and AVX-512) and
+     * from their rows */
     {.name = "q4_k/int8_panels", SHAPE(29, 65, 768), I8, .absent = NO_RES,
      .tunables = {{"b_panels", 1}}, .n_tunables = 1},
     {.name = "q4_k/int8_panels_madd", SHAPE(7, 33, 512), I8, .absent = PLAIN,
      .tunables = {{"b_panels", 1}, {"int8_dot", 0}}, .n_tunables = 2},
     {.name = "q4_k/int8_from_rows", SHAPE(13, 40, 1024), I8, .absent = NO_BIAS,
+     .tunables = {{"b_panels", 0}}, .n_tunables = 1},
+    {.name = "q6_k/int8_panels", SHAPE(29, 65, 768), I8, .absent = NO_RES,
+     .tunables = {{"b_panels", 1}}, .n_tunables = 1},
+    {.name = "q6_k/int8_panels_madd", SHAPE(7, 33, 512), I8, .absent = PLAIN,
+     .tunables = {{"b_panels", 1}, {"int8_dot", 0}}, .n_tunables = 2},
+    {.name = "q6_k/int8_from_rows", SHAPE(13, 40, 1024), I8, .absent = NO_BIAS,
      .tunables = {{"b_panels", 0}}, .n_tunables = 1},
     /* act_int8 over q5_0 / q4_k / q6_k (kquant.inc: AVX-512 6 x 32 tiles, AVX2 4 x 8, the
      * sums by VNNI where the device has it): M 1..a chunk, K whole scale blocks (256 for the

@@ -99,7 +99,7 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16 }; /* int8_dot choices */
 /* whether b_panels = 1 serves, on AVX2 or AVX-512 (the scalar kernel reads B's rows as
  * stored): act_int8 over q8_0, q4_0, q4_1 or q5_0 (B's int8 panels packed from the GEMV's
- * panel layout) or q4_k (kquant.inc's panels from the same layout's blocks), or bf16 B on the
+ * panel layout) or q4_k, q6_k (kquant.inc's panels from the same layout's blocks), or bf16 B on the
  * f32 path, bf16_dot = 0 (B's f32 panels widened from the k-pair
  * layout, FE_LAYOUT_BF16_PAIRS32, that the decode's GEMV panel = 1 reads: one copy of the
  * weight where the CPU has no bf16 dot product) */
@@ -107,7 +107,7 @@ static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf
     if (isa < FE_ISA_AVX2) return false;
     if (act_int8)
         return b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1 ||
-               b == FE_DTYPE_Q5_0 || b == FE_DTYPE_Q4_K;
+               b == FE_DTYPE_Q5_0 || b == FE_DTYPE_Q4_K || b == FE_DTYPE_Q6_K;
     return b == FE_DTYPE_BF16 && bf16_dot == GM_DOT_OFF;
 }
 

@@ -526,6 +526,16 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
     {.name = "q4_k/rows_int8", .dims = {2, 45, 1024}, .n_dims = 3, P1("act_int8", 1),
      .tunables = {{"panel", 0}}, .n_tunables = 1},
+    {.name = "q6_k/panel_k256", .dims = {3, 21, 256}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q6_k/panel_k2048", .dims = {7, 50, 2048}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "prologue", GEMV_PRO_RMSNORM, "epilogue", GEMV_EPI_RESIDUAL),
+     .tunables = {{"panel", 1}}, .n_tunables = 1},
+    {.name = "q6_k/panel_madd", .dims = {4, 37, 768}, .n_dims = 3, .lo = -1, .hi = 1,
+     P3("act_int8", 1, "repeat", 2, "epilogue", GEMV_EPI_GEGLU),
+     .tunables = {{"int8_dot", 0}, {"panel", 1}}, .n_tunables = 2},
+    {.name = "q6_k/rows_int8", .dims = {2, 45, 768}, .n_dims = 3, P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
     /* one batch from the layout: the worker's groups in rows_per_step runs read side by
      * side (runs of unequal length, more runs than groups; W's and up's panels in one pass),
      * the same bytes as the run without the layout, which packs group after group */
@@ -569,6 +579,8 @@ static const fe_case cases[] = {
     {.name = "q4_k/2048x8192i8_rows", BIG(2048, 8192), P1("act_int8", 1),
      .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q6_k/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
+    {.name = "q6_k/2048x8192i8_rows", BIG(2048, 8192), P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q5_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
     /* Gemma 3 270M Q4_K_M's decode: the q8_0 head (tied embedding), the K-quant down */
     {.name = "q8_0/262144x640i8", BIG(262144, 640), P1("act_int8", 1)},
@@ -576,6 +588,8 @@ static const fe_case cases[] = {
     {.name = "q4_k/640x2048i8_rows", BIG(640, 2048), P1("act_int8", 1),
      .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q6_k/640x2048i8", BIG(640, 2048), P1("act_int8", 1)},
+    {.name = "q6_k/640x2048i8_rows", BIG(640, 2048), P1("act_int8", 1),
+     .tunables = {{"panel", 0}}, .n_tunables = 1},
 };
 
 FE_KERNELS(gemv, 4, 16, 32);

@@ -8,39 +8,67 @@
 #include "core/quant.h"
 #include "ops/gemv/panel.h"
 
-/* q4_k's (group, block): per row L, qs bytes 4v..4v+3 at vector v's lane L, the scale words
- * at lane L of vectors 0..2 past them, then d and dmin (panel.h) */
-static void pack_q4_k(const unsigned char *w, size_t rs, int64_t N, int64_t g, int64_t j,
-                      unsigned char *o) {
-    const size_t qb = fe_gemv_panel_qbytes(FE_DTYPE_Q4_K), pd = fe_gemv_panel_doff(FE_DTYPE_Q4_K);
-    memset(o, 0, fe_gemv_panel_block_bytes(FE_DTYPE_Q4_K));
+/* Where row L's bytes of a K-type block lie in a (group, block) of panel: n runs of 4 bytes,
+ * run v of `field` (the stored block's bytes at `src`) at `dst` + 64 v + 4 L. q4_k: qs (32
+ * runs), scales (3), then d and dmin as f16 lanes; q6_k: ql (32), qh (16), scales (4), d. */
+typedef struct kq_field {
+    size_t src, dst;
+    int runs; /* 4-byte runs, 0 for an f16 lane (2 bytes at dst + 2 L) */
+} kq_field;
+
+static int kq_fields(fe_dtype dt, kq_field *f) {
+    const size_t qb = fe_gemv_panel_qbytes(dt), pd = fe_gemv_panel_doff(dt);
+    if (dt == FE_DTYPE_Q4_K) {
+        f[0] = (kq_field){offsetof(fe_block_q4_k, qs), 0, 32};
+        f[1] = (kq_field){offsetof(fe_block_q4_k, scales), qb, 3};
+        f[2] = (kq_field){offsetof(fe_block_q4_k, d), pd, 0};
+        f[3] = (kq_field){offsetof(fe_block_q4_k, dmin), pd + 32, 0};
+        return 4;
+    }
+    f[0] = (kq_field){offsetof(fe_block_q6_k, ql), 0, 32};
+    f[1] = (kq_field){offsetof(fe_block_q6_k, qh), 2048, 16};
+    f[2] = (kq_field){offsetof(fe_block_q6_k, scales), qb, 4};
+    f[3] = (kq_field){offsetof(fe_block_q6_k, d), pd, 0};
+    return 4;
+}
+
+/* a K type's (group, block): each row's fields to their lanes (rows past N zero) */
+static void pack_kq(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t g,
+                    int64_t j, unsigned char *o) {
+    kq_field f[4];
+    const int nf = kq_fields(dt, f);
+    const size_t bs = fe_dtype_info(dt)->size;
+    memset(o, 0, fe_gemv_panel_block_bytes(dt));
     for (int L = 0; L < PANEL_ROWS && g * PANEL_ROWS + L < N; L++) {
-        const fe_block_q4_k *b = (const fe_block_q4_k *)(w + (size_t)(g * PANEL_ROWS + L) * rs) + j;
-        for (int v = 0; v < 32; v++) memcpy(o + 64 * v + 4 * L, b->qs + 4 * v, 4);
-        for (int v = 0; v < 3; v++) memcpy(o + qb + 64 * v + 4 * L, b->scales + 4 * v, 4);
-        memcpy(o + pd + 2 * L, &b->d, 2);
-        memcpy(o + pd + 32 + 2 * L, &b->dmin, 2);
+        const unsigned char *b = w + (size_t)(g * PANEL_ROWS + L) * rs + (size_t)j * bs;
+        for (int i = 0; i < nf; i++) {
+            if (!f[i].runs) memcpy(o + f[i].dst + 2 * L, b + f[i].src, 2);
+            for (int v = 0; v < f[i].runs; v++)
+                memcpy(o + f[i].dst + 64 * v + 4 * L, b + f[i].src + 4 * v, 4);
+        }
     }
 }
 
-void fe_gemv_panel_q4_k_block(const unsigned char *lay, int64_t K, int64_t row, int64_t j,
-                              fe_block_q4_k *out) {
-    const fe_dtype dt = FE_DTYPE_Q4_K;
-    const size_t qb = fe_gemv_panel_qbytes(dt), pd = fe_gemv_panel_doff(dt);
+void fe_gemv_panel_kq_block(fe_dtype dt, const unsigned char *lay, int64_t K, int64_t row,
+                            int64_t j, void *out) {
+    kq_field f[4];
+    const int nf = kq_fields(dt, f);
     const unsigned char *o = lay + (size_t)(row / PANEL_ROWS) * fe_gemv_panel_group_bytes(dt, K) +
                              (size_t)j * fe_gemv_panel_block_bytes(dt);
     const int L = (int)(row % PANEL_ROWS);
-    for (int v = 0; v < 32; v++) memcpy(out->qs + 4 * v, o + 64 * v + 4 * L, 4);
-    for (int v = 0; v < 3; v++) memcpy(out->scales + 4 * v, o + qb + 64 * v + 4 * L, 4);
-    memcpy(&out->d, o + pd + 2 * L, 2);
-    memcpy(&out->dmin, o + pd + 32 + 2 * L, 2);
+    unsigned char *b = out;
+    for (int i = 0; i < nf; i++) {
+        if (!f[i].runs) memcpy(b + f[i].src, o + f[i].dst + 2 * L, 2);
+        for (int v = 0; v < f[i].runs; v++)
+            memcpy(b + f[i].src + 4 * v, o + f[i].dst + 64 * v + 4 * L, 4);
+    }
 }
 
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst) {
-    if (dt == FE_DTYPE_Q4_K) {
+    if (fe_gemv_panel_kq(dt)) {
         for (int64_t j = 0; j < K / 256; j++)
-            pack_q4_k(w, rs, N, g, j, dst + (size_t)j * fe_gemv_panel_block_bytes(dt));
+            pack_kq(dt, w, rs, N, g, j, dst + (size_t)j * fe_gemv_panel_block_bytes(dt));
         return;
     }
     const int64_t nb = K / 32;

@@ -13,7 +13,11 @@
  * q4_k's blocks are 256 wide: its 128 qs bytes a row as 32 vectors (vector v holding bytes
  * 4v..4v+3: run v / 8's low nibbles are sub-block 2 (v / 8), its high ones 2 (v / 8) + 1),
  * then its 12 scale bytes as 3 vectors (lane L: row L's scale word w), then the 16 d, then
- * the 16 dmin: 2304 bytes, 16 x 144. A group's blocks lie one after the other, groups one after the
+ * the 16 dmin: 2304 bytes, 16 x 144. q6_k's: its 128 ql bytes a row as 32 vectors, its 64 qh
+ * bytes as 16 (ql vector v = 16 h + 8 q + k and qh vector 8 h + k hold, in each byte, the
+ * low 4 and the high 2 bits of elements 128 h + 32 q + 4 k + e (the low nibbles; qh's bits
+ * 2q, 2q + 1) and 64 further on (the high nibbles; qh's bits 2q + 4, 2q + 5)), then its 16
+ * int8 scales as 4 vectors, then the 16 d: 3360 bytes, 16 x 210. A group's blocks lie one after the other, groups one after the
  * other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
  * lanes are computed and never stored. The panels are either a layout made once per weight
  * (fe_op.layout: a graph's weights, or a caller's constant operand) or, without one, packed
@@ -28,7 +32,10 @@
  *   q4_1 only: acc = fma(m, xt_j, acc)            (xt_j = dx_j * (float)sx, in f32)
  *   q4_k only: acc = fma(-(float)t, dmin * dx_j, acc), t = sum_i m_i sx_i (sx_i: sub-block
  *       i's sum of xq)
- * (q4_k's x quantised per 256-block as its row design's is, fe_kq_quant_x: dx_j per block)
+ *   (q6_k: s = sum over its 16 sub-blocks i of sc_i (sum q xq - 32 bs_i), q 0..63, bs_i the
+ *       sub-block's sum of xq)
+ * (the K types' x quantised per 256-block as their row design's is, fe_kq_quant_x: dx_j per
+ * block)
  * then the epilogue in f32 (fe_gemv_epilogue). Nothing crosses lanes, batches or workers, so
  * a given x row's y is the same bytes whatever B, the rows and batches bounds, the worker
  * count and the ISA (scalar, AVX2, AVX-512 with VNNI or without). It is a summation order of
@@ -56,13 +63,14 @@
 #endif
 enum { PANEL_ROWS = 16 };
 
-/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0, q4_k) */
+/* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0, q4_k, q6_k) */
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
     return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1 ||
-           dt == FE_DTYPE_Q5_0 || dt == FE_DTYPE_Q4_K;
+           dt == FE_DTYPE_Q5_0 || dt == FE_DTYPE_Q4_K || dt == FE_DTYPE_Q6_K;
 }
 /* the block width of W's dtype: a panel block's elements (32, q4_k 256) */
-static inline int64_t fe_gemv_panel_block_elems(fe_dtype dt) { return dt == FE_DTYPE_Q4_K ? 256 : 32; }
+static inline bool fe_gemv_panel_kq(fe_dtype dt) { return dt == FE_DTYPE_Q4_K || dt == FE_DTYPE_Q6_K; }
+static inline int64_t fe_gemv_panel_block_elems(fe_dtype dt) { return fe_gemv_panel_kq(dt) ? 256 : 32; }
 /* whether act_int8 W of dtype dt is read as panels by default, by the decode's GEMV and the
  * prefill's GEMM alike (GEMV panel, GEMM b_panels), so that the weight keeps one form: q4_1
  * everywhere (faster at B = 1, 1.6-1.9x at B = 8), q4_0 on AVX2 and AVX-512, q8_0 on AVX-512
@@ -72,7 +80,7 @@ static inline int64_t fe_gemv_panel_block_elems(fe_dtype dt) { return dt == FE_D
  * so there both ops read the rows as stored. (docs/performance.md) */
 static inline bool fe_gemv_panel_default(fe_dtype dt, fe_isa isa) {
     if (dt == FE_DTYPE_Q4_1) return true;
-    if (dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q5_0 || dt == FE_DTYPE_Q4_K) return isa >= FE_ISA_AVX2;
+    if (dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q5_0 || fe_gemv_panel_kq(dt)) return isa >= FE_ISA_AVX2;
     return dt == FE_DTYPE_Q8_0 && isa >= FE_ISA_AVX512;
 }
 /* the layout format of W's panels (fe_op.layout): the GEMV's and the act_int8 GEMM's, which
@@ -81,18 +89,20 @@ static inline uint64_t fe_gemv_panel_format(fe_dtype dt) {
     return (uint64_t)FE_LAYOUT_I8_PANELS16 << 8 | (uint64_t)dt;
 }
 /* bytes of one (group, block) of panel: the quant vectors, the fifth bits (q5_0 only) or the
- * scale words (q4_k only), then d, then m (q4_1) or dmin (q4_k). q4_1's
+ * scale words (q4_k) or the scales (q6_k), then d, then m (q4_1) or dmin (q4_k). q4_1's
  * 320 are whole cache lines; q8_0's 544 and q4_0's 288 are not (every other block's vectors
  * straddle lines), which measured no slower than 576 and 320 with zeros for m at the Llama 3.2
  * 1B shape's decode (bench_batch_decode, B = 1: 0.96x against 0.94x of panel = 0, the noise),
  * and keeps the layout at the stored size. */
 static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) {
-    return dt == FE_DTYPE_Q8_0 ? 512 : dt == FE_DTYPE_Q4_K ? 2048 : 256;
+    return dt == FE_DTYPE_Q8_0 ? 512 : dt == FE_DTYPE_Q4_K ? 2048 : dt == FE_DTYPE_Q6_K ? 3072 : 256;
 }
 /* where the 16 d of a (group, block) start: past the quant vectors and the fifth bits
  * (q5_0) or the scale words (q4_k) */
 static inline size_t fe_gemv_panel_doff(fe_dtype dt) {
-    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q5_0 ? 64 : dt == FE_DTYPE_Q4_K ? 192 : 0);
+    return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q5_0   ? 64
+                                       : dt == FE_DTYPE_Q4_K ? 192
+                                       : dt == FE_DTYPE_Q6_K ? 256 : 0);
 }
 static inline size_t fe_gemv_panel_block_bytes(fe_dtype dt) {
     return fe_gemv_panel_doff(dt) + (dt == FE_DTYPE_Q4_1 || dt == FE_DTYPE_Q4_K ? 64 : 32);
@@ -109,10 +119,11 @@ static inline size_t fe_gemv_panel_matrix_bytes(fe_dtype dt, int64_t N, int64_t 
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst);
 
-/* Row `row`'s 256-block j of a q4_k matrix (K columns) as stored, from its panels at lay (the
- * inverse of fe_gemv_panel_pack): the act_int8 GEMM's B from the decode's copy. */
-void fe_gemv_panel_q4_k_block(const unsigned char *lay, int64_t K, int64_t row, int64_t j,
-                              fe_block_q4_k *out);
+/* Row `row`'s 256-block j of a q4_k or q6_k matrix (K columns) as stored (out: the block's
+ * bytes), from its panels at lay (the inverse of fe_gemv_panel_pack): the act_int8 GEMM's B
+ * from the decode's copy. */
+void fe_gemv_panel_kq_block(fe_dtype dt, const unsigned char *lay, int64_t K, int64_t row,
+                            int64_t j, void *out);
 
 /* The declaration's fe_op.layout / layout_make for the panel design (operands w and up). */
 size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
@@ -120,12 +131,14 @@ size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
 void fe_gemv_panel_layout_make(const fe_args *a, const fe_design *d, int operand, void *dst,
                                int ith, int nth);
 
-/* One batch's x as the panel kernels read it: q8 (natural order, K bytes), and per block dx,
- * sx (sum of its q8) and xt = dx * (float)sx. */
+/* One batch's x as the panel kernels read it: q8 (natural order, K bytes), and per 32-block
+ * dx, sx (sum of its q8) and xt = dx * (float)sx; for q4_k and q6_k dx per 256-block and bs,
+ * the sums of each 16 q8 (in xt's place: fe_kq_quant_x's bsums). */
 typedef struct panel_x {
     const int8_t *q8;
     const float *dx, *xt;
     const int32_t *sx;
+    const int16_t *bs;
 } panel_x;
 
 /* batches prepared at once: GEMV_CHUNK, or B when fewer (whatever repeat: a chunk may span
