@@ -70,9 +70,10 @@ static const fe_tunable_decl tunables[] = {
                     "bf16 W (AVX2, AVX-512): "
                     "k-pair panels of 32 rows, the bf16 GEMM's layout of the same weight (one "
                     "copy for prefill and decode where the GEMM reads it); act_int8 with q8_0, "
-                    "q4_0 or q4_1 W (ops/gemv/panel.h): 16 rows' quants transposed per 32-block, "
-                    "then their scales (the act_int8 GEMM's b_panels reads the same copy). resolve "
-                    "sets 1 for bf16 and act_int8 q4_1, for act_int8 q4_0 on AVX2 and AVX-512, "
+                    "q4_0, q4_1, q5_0, q4_k or q6_k W (ops/gemv/panel.h): 16 rows' quants "
+                    "transposed per block, then their scales (the act_int8 GEMM's b_panels reads "
+                    "the same copy). resolve sets 1 for bf16 and act_int8 q4_1, for act_int8 "
+                    "q4_0, q5_0, q4_k and q6_k on AVX2 and AVX-512, "
                     "and for act_int8 q8_0 on AVX-512 (on AVX2 its panel kernel lost to the rows "
                     "on the Zen 3), and turns it off where it does not serve; 0 = the row kernels "
                     "and batch passes above"},

@@ -68,12 +68,14 @@ static inline bool fe_gemv_panel_serves(fe_dtype dt) {
     return dt == FE_DTYPE_Q8_0 || dt == FE_DTYPE_Q4_0 || dt == FE_DTYPE_Q4_1 ||
            dt == FE_DTYPE_Q5_0 || dt == FE_DTYPE_Q4_K || dt == FE_DTYPE_Q6_K;
 }
-/* the block width of W's dtype: a panel block's elements (32, q4_k 256) */
+/* the K types (256-blocks, x quantised per 256-block), and a panel block's elements */
 static inline bool fe_gemv_panel_kq(fe_dtype dt) { return dt == FE_DTYPE_Q4_K || dt == FE_DTYPE_Q6_K; }
 static inline int64_t fe_gemv_panel_block_elems(fe_dtype dt) { return fe_gemv_panel_kq(dt) ? 256 : 32; }
 /* whether act_int8 W of dtype dt is read as panels by default, by the decode's GEMV and the
  * prefill's GEMM alike (GEMV panel, GEMM b_panels), so that the weight keeps one form: q4_1
- * everywhere (faster at B = 1, 1.6-1.9x at B = 8), q4_0 on AVX2 and AVX-512, q8_0 on AVX-512
+ * everywhere (faster at B = 1, 1.6-1.9x at B = 8), q4_0, q5_0, q4_k and q6_k on AVX2 and
+ * AVX-512 (Gemma 3 270M's decode 1.2-1.3x with q5_0's; q4_k and q6_k 2048 x 8192 1.2-1.7x
+ * faster than their rows, within noise at Gemma's small shapes, and one copy), q8_0 on AVX-512
  * only. q8_0's AVX2 panel kernel transfers the sign of every weight byte (vpsignb) and takes
  * its absolute value a block and 16 rows at a time: on an AVX2-only Zen 3 the Llama 3.2 1B
  * shape's decode ran 7.3-7.8 tok/s with it against 9.0-9.6 with the row kernel (alternated),
