@@ -55,6 +55,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ops/gemv/panel.h"
 #include "ops/op.h"
 
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
@@ -105,9 +106,7 @@ enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16 }; /* int8_dot choices */
  * weight where the CPU has no bf16 dot product) */
 static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf16_dot) {
     if (isa < FE_ISA_AVX2) return false;
-    if (act_int8)
-        return b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1 ||
-               b == FE_DTYPE_Q5_0 || b == FE_DTYPE_Q4_K || b == FE_DTYPE_Q6_K;
+    if (act_int8) return fe_gemv_panel_serves(b); /* every dtype the GEMV's panels hold */
     return b == FE_DTYPE_BF16 && bf16_dot == GM_DOT_OFF;
 }
 

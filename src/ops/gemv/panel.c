@@ -26,7 +26,7 @@ static int kq_fields(fe_dtype dt, kq_field *f) {
         return 4;
     }
     f[0] = (kq_field){offsetof(fe_block_q6_k, ql), 0, 32};
-    f[1] = (kq_field){offsetof(fe_block_q6_k, qh), 2048, 16};
+    f[1] = (kq_field){offsetof(fe_block_q6_k, qh), PANEL_Q6_K_QH, 16};
     f[2] = (kq_field){offsetof(fe_block_q6_k, scales), qb, 4};
     f[3] = (kq_field){offsetof(fe_block_q6_k, d), pd, 0};
     return 4;

@@ -17,8 +17,8 @@
  * bytes as 16 (ql vector v = 16 h + 8 q + k and qh vector 8 h + k hold, in each byte, the
  * low 4 and the high 2 bits of elements 128 h + 32 q + 4 k + e (the low nibbles; qh's bits
  * 2q, 2q + 1) and 64 further on (the high nibbles; qh's bits 2q + 4, 2q + 5)), then its 16
- * int8 scales as 4 vectors, then the 16 d: 3360 bytes, 16 x 210. A group's blocks lie one after the other, groups one after the
- * other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
+ * int8 scales as 4 vectors, then the 16 d: 3360 bytes, 16 x 210. A group's blocks lie one
+ * after the other, groups one after the other; a last group of fewer than 16 rows is padded with zero rows (d = m = 0), whose
  * lanes are computed and never stored. The panels are either a layout made once per weight
  * (fe_op.layout: a graph's weights, or a caller's constant operand) or, without one, packed
  * per call group by group into the worker's workspace from the stored rows: the same bytes
@@ -62,6 +62,9 @@
 #define PANEL_PF_BYTES (1u << 20)
 #endif
 enum { PANEL_ROWS = 16 };
+/* PANEL_Q6_K_QH: where q6_k's 16 qh vectors start, past its 32 ql vectors; PANEL_PF_KQ: how
+ * many 256-blocks ahead the K types' kernels prefetch (a block is 2304 or 3360 bytes) */
+enum { PANEL_Q6_K_QH = 32 * 64, PANEL_PF_KQ = 2 };
 
 /* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0, q4_k, q6_k) */
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
@@ -100,7 +103,7 @@ static inline size_t fe_gemv_panel_qbytes(fe_dtype dt) {
     return dt == FE_DTYPE_Q8_0 ? 512 : dt == FE_DTYPE_Q4_K ? 2048 : dt == FE_DTYPE_Q6_K ? 3072 : 256;
 }
 /* where the 16 d of a (group, block) start: past the quant vectors and the fifth bits
- * (q5_0) or the scale words (q4_k) */
+ * (q5_0), the scale words (q4_k) or the scales (q6_k) */
 static inline size_t fe_gemv_panel_doff(fe_dtype dt) {
     return fe_gemv_panel_qbytes(dt) + (dt == FE_DTYPE_Q5_0   ? 64
                                        : dt == FE_DTYPE_Q4_K ? 192
