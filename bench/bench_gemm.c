@@ -247,8 +247,10 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
                                            : "packed, B packed per call",
                               100 * dpct);
             if (i8 && !sign)
-                snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld: %.1f%% of the "
-                         "int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"), 100 * ipct);
+                snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld, %s: %.1f%% of "
+                         "the int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"),
+                         *laid_out ? "B from its layout, made once" : "B packed per call",
+                         100 * ipct);
             if (sign)
                 snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot 0, q8_0 by sign "
                          "transfer: %.1f%% of the int8 x int8 peak, %.1f%% of the int8 peak)",

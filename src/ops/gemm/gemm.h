@@ -112,11 +112,16 @@ static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf
 
 /* act_int8 over q4_k and q6_k (kquant.inc; q5_0 too in the scalar kernel): rows of A x columns of C per register
  * block (AVX-512: 12 int32 sums of the scale block, 12 of the sub-block under VNNI, two B
- * vectors, one broadcast; AVX2: 4 int32 sums, one B vector, the scales, the broadcast) */
+ * vectors, A's quads broadcast from memory by vpdpbusd; AVX2: 4 int32 sums, one B vector, the
+ * scales, the broadcast). 8 x 16 and 4 x 32 ran within noise of 6 x 32 on a Zen 4. */
+#ifndef GM_MR_KQ_AVX512 /* (overridable with -D for trying other tiles) */
 #define GM_MR_KQ_AVX512 6
 #define GM_NR_KQ_AVX512 32
+#endif
+#ifndef GM_MR_KQ_AVX2
 #define GM_MR_KQ_AVX2 4
 #define GM_NR_KQ_AVX2 8
+#endif
 /* ... and the layout of a packed panel per scale block (the block whose f32 scales multiply
  * its integer sums: 256), per column: SB / 4 k-quads of u8 (q4_k 0..15, q6_k 0..63: the
  * stored values without their offset), one integer scale word per sub-block (q4_k 8 of 32

@@ -49,21 +49,6 @@ static void pack_kq(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, i
     }
 }
 
-void fe_gemv_panel_kq_block(fe_dtype dt, const unsigned char *lay, int64_t K, int64_t row,
-                            int64_t j, void *out) {
-    kq_field f[4];
-    const int nf = kq_fields(dt, f);
-    const unsigned char *o = lay + (size_t)(row / PANEL_ROWS) * fe_gemv_panel_group_bytes(dt, K) +
-                             (size_t)j * fe_gemv_panel_block_bytes(dt);
-    const int L = (int)(row % PANEL_ROWS);
-    unsigned char *b = out;
-    for (int i = 0; i < nf; i++) {
-        if (!f[i].runs) memcpy(b + f[i].src, o + f[i].dst + 2 * L, 2);
-        for (int v = 0; v < f[i].runs; v++)
-            memcpy(b + f[i].src + 4 * v, o + f[i].dst + 64 * v + 4 * L, 4);
-    }
-}
-
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst) {
     if (fe_gemv_panel_kq(dt)) {

@@ -124,12 +124,6 @@ static inline size_t fe_gemv_panel_matrix_bytes(fe_dtype dt, int64_t N, int64_t 
 void fe_gemv_panel_pack(fe_dtype dt, const unsigned char *w, size_t rs, int64_t N, int64_t K,
                         int64_t g, unsigned char *dst);
 
-/* Row `row`'s 256-block j of a q4_k or q6_k matrix (K columns) as stored (out: the block's
- * bytes), from its panels at lay (the inverse of fe_gemv_panel_pack): the act_int8 GEMM's B
- * from the decode's copy. */
-void fe_gemv_panel_kq_block(fe_dtype dt, const unsigned char *lay, int64_t K, int64_t row,
-                            int64_t j, void *out);
-
 /* The declaration's fe_op.layout / layout_make for the panel design (operands w and up). */
 size_t fe_gemv_panel_layout(const fe_args *a, const fe_design *d, int operand,
                             uint64_t *format);
