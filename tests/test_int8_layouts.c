@@ -2,14 +2,20 @@
  * the real SmolLM2 (q4_1 layers, q8_0 tied head). The decode's act_int8 GEMVs read each weight
  * as panels (ops/gemv/panel.h, GEMV panel = 1) and the prefill's act_int8 GEMMs pack their B
  * panels from the same layout (GEMM b_panels = 1), so on AVX2 and AVX-512 the model keeps the
- * layouts alone: after a prompt and a few decode steps, the mapped file's pages of those
- * matrices stay dropped (only the norms and the embedding rows looked up are resident). The
- * prompt's logits from the layout are the bytes of the logits packed from the rows as stored
- * (a profile pinning b_panels = 0). */
+ * layouts alone: once they are made, a prompt and a few decode steps never read the laid-out
+ * matrices' rows as stored. The test has the CPU enforce it: the rows' whole pages are made
+ * unreadable (PROT_NONE), and a read of one ends the run naming the address. (Counting the
+ * process's mapped pages instead depends on the kernel: one that maps a whole large folio of
+ * the page cache on a fault maps a norm's neighbours with it.) The prompt's logits from the
+ * layout are the bytes of the logits packed from the rows as stored (a profile pinning
+ * b_panels = 0). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -48,11 +54,6 @@ static size_t panel_bytes(const fe_tensor *t) {
     return fe_gemv_panel_matrix_bytes(t->dtype, t->shape[0], t->shape[1]);
 }
 
-/* the stored bytes of matrix t when both ops read its rows as stored (no layout) */
-static size_t row_bytes(const fe_tensor *t) {
-    return panel_bytes(t) ? 0 : fe_dtype_bytes(t->dtype, t->shape[0] * t->shape[1]);
-}
-
 /* A prompt's logits (a copy) from a fresh session with profile p (NULL: none). */
 static float *prompt_logits(const fe_profile *p, const int32_t *ids, int64_t n) {
     fe_lm_session_options o = fe_lm_session_options_default();
@@ -82,36 +83,94 @@ static void prompt_ids(int32_t **ids, int64_t *n) {
     *n = (int64_t)len;
 }
 
+/* the guarded matrices, named for the message of a read of one */
+enum { MAX_GUARDED = 1024 };
+static const fe_tensor *guarded[MAX_GUARDED];
+static char guarded_name[MAX_GUARDED][40];
+static size_t n_guarded;
+
+/* the whole pages inside matrix t's stored bytes (the pages it shares with its neighbours,
+ * norms among them, stay readable), as fe_mapped_drop_pages drops them */
+static void whole_pages(const fe_tensor *t, uintptr_t *from, uintptr_t *to) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)t->data;
+    *from = (a + page - 1) / page * page;
+    *to = (a + fe_dtype_bytes(t->dtype, fe_tensor_numel(t))) / page * page;
+    if (*to < *from) *to = *from;
+}
+
+/* every guarded matrix's whole pages to protection prot */
+static void guard(int prot) {
+    for (size_t i = 0; i < n_guarded; i++) {
+        uintptr_t from, to;
+        whole_pages(guarded[i], &from, &to);
+        if (to > from) assert_int_equal(mprotect((void *)from, to - from, prot), 0);
+    }
+}
+
+/* SIGSEGV on a guarded page, from whichever thread read it: the message, and the run ends */
+static void read_of_a_guarded_row(int sig, siginfo_t *info, void *ctx) {
+    (void)sig, (void)ctx;
+    const char *name = "no guarded matrix";
+    for (size_t i = 0; i < n_guarded; i++) {
+        uintptr_t from, to;
+        whole_pages(guarded[i], &from, &to);
+        const uintptr_t at = (uintptr_t)info->si_addr;
+        if (at >= from && at < to) name = guarded_name[i];
+    }
+    char msg[240];
+    int n = snprintf(msg, sizeof msg, "ERROR: a laid-out weight's rows were read as stored "
+                     "(%s, address %p): a step reads the rows, not the layout\n", name,
+                     info->si_addr);
+    if (n > 0) (void)!write(2, msg, (size_t)n);
+    _exit(1);
+}
+
+static void add_guarded(const fe_tensor *t, const char *name, int64_t layer) {
+    if (n_guarded == MAX_GUARDED) fail_msg("more than %d matrices to guard", MAX_GUARDED);
+    snprintf(guarded_name[n_guarded], sizeof guarded_name[0], "layer %d %s", (int)layer, name);
+    guarded[n_guarded++] = t;
+}
+
 static void block_weights_have_one_copy_for_prefill_and_decode(void **state) {
     (void)state;
     need_model();
     int32_t *ids = NULL;
     int64_t n = 0;
     prompt_ids(&ids, &n);
-    float *logits = prompt_logits(NULL, ids, n);
-    free(logits);
-    free(ids);
-    if (!panels_run()) skip(); /* scalar: the row kernels read the stored form */
-    size_t want = 0, as_stored = 0;
+    free(prompt_logits(NULL, ids, n)); /* the layouts are made, once for the model */
+    if (!panels_run()) { /* scalar: the row kernels read the stored form */
+        free(ids);
+        skip();
+    }
     const fe_llama_weights *w = &model->w;
+    static const char *const names[] = {"wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"};
+    size_t want = panel_bytes(&w->lm_head);
+    n_guarded = 0;
     for (int64_t l = 0; l < w->cfg.n_layers; l++) {
         const fe_llama_layer *L = &w->layers[l];
         const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) want += panel_bytes(ms[i]);
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            want += panel_bytes(ms[i]);
+            if (panel_bytes(ms[i])) add_guarded(ms[i], names[i], l);
+        }
     }
-    want += panel_bytes(&w->lm_head);
-    as_stored += row_bytes(&w->lm_head); /* the q8_0 head on AVX2: read as stored */
-    assert_true(want > 0);
+    /* the head too where it has rows of its own (tied, the embedding's Gather reads them) */
+    if (panel_bytes(&w->lm_head) && w->lm_head.data != w->embed.data)
+        add_guarded(&w->lm_head, "head", -1);
+    assert_true(want > 0 && n_guarded > 0);
     assert_int_equal(fe_lm_model_layout_bytes(model), want);
-    /* the prefill read its B panels from the layouts, so the laid-out matrices' file pages
-     * were not faulted back: what stays resident is the norms, the few embedding rows looked
-     * up, and a matrix both ops read as stored */
-    fe_lm_model_info info;
-    assert_int_equal(fe_lm_model_get_info(model, &info), FE_OK);
-    const size_t resident = fe_lm_model_resident_bytes(model);
-    if (resident >= info.weight_bytes / 4 + as_stored)
-        fail_msg("%zu of %zu weight bytes resident after a prompt and 4 decode steps (%zu read "
-                 "as stored)", resident, info.weight_bytes, as_stored);
+    guard(PROT_NONE);
+    struct sigaction on_read = {.sa_sigaction = read_of_a_guarded_row, .sa_flags = SA_SIGINFO};
+    struct sigaction old_segv, old_bus;
+    sigemptyset(&on_read.sa_mask);
+    sigaction(SIGSEGV, &on_read, &old_segv);
+    sigaction(SIGBUS, &on_read, &old_bus);
+    /* a new session (plans of its own) over the model's layouts: a prompt and 4 decode steps */
+    free(prompt_logits(NULL, ids, n));
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    guard(PROT_READ);
+    free(ids);
 }
 
 static void prompt_logits_from_the_layout_are_those_from_the_rows(void **state) {
