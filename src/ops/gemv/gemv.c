@@ -583,8 +583,10 @@ static const fe_case cases[] = {
     {.name = "q6_k/2048x8192i8_rows", BIG(2048, 8192), P1("act_int8", 1),
      .tunables = {{"panel", 0}}, .n_tunables = 1},
     {.name = "q5_0/2048x8192i8", BIG(2048, 8192), P1("act_int8", 1)},
-    /* Gemma 3 270M Q4_K_M's decode: the q8_0 head (tied embedding), the K-quant down */
+    /* Gemma 3 270M Q4_K_M's decode: the q8_0 head (tied embedding), the q5_0 gate (and up),
+     * the K-quant down */
     {.name = "q8_0/262144x640i8", BIG(262144, 640), P1("act_int8", 1)},
+    {.name = "q5_0/2048x640i8", BIG(2048, 640), P1("act_int8", 1)},
     {.name = "q4_k/640x2048i8", BIG(640, 2048), P1("act_int8", 1)},
     {.name = "q4_k/640x2048i8_rows", BIG(640, 2048), P1("act_int8", 1),
      .tunables = {{"panel", 0}}, .n_tunables = 1},
