@@ -4,7 +4,9 @@
  * value resolve picks printed beside them, at the
  * batched decode's shapes: SmolLM2-135M's q4_1 act_int8 GEMVs (attention 576x576 with the
  * rmsnorm prologue, the fused gate/up 1536x576 with swiglu, down 576x1536 with the residual,
- * the 49152x576 head) and Llama 3.2 1B's down (2048x8192) in q8_0 act_int8 and bf16.
+ * the 49152x576 head), Llama 3.2 1B's down (2048x8192) in q8_0 act_int8 and bf16, and Gemma 3
+ * 270M's down (640x2048) in q4_k and q6_k act_int8 (its Q4_K_M file has both; warm, B = 1
+ * shows what the panel kernels' decoding costs).
  *
  * For each (shape, B) the two designs run alternately (so drift in the host's load hits both
  * alike); printed are the median and the spread (min-max) of ms per call, ms per row, and
@@ -44,6 +46,8 @@ static const shape shapes[] = {
     {"smollm2/q4_1/head_49152x576", FE_DTYPE_Q4_1, 49152, 576, 1, GEMV_EPI_NONE, GEMV_PRO_NONE},
     {"llama1b/q8_0/down_2048x8192", FE_DTYPE_Q8_0, 2048, 8192, 1, GEMV_EPI_NONE, GEMV_PRO_NONE},
     {"llama1b/bf16/down_2048x8192", FE_DTYPE_BF16, 2048, 8192, 0, GEMV_EPI_NONE, GEMV_PRO_NONE},
+    {"gemma3/q4_k/down_640x2048", FE_DTYPE_Q4_K, 640, 2048, 1, GEMV_EPI_RESIDUAL, GEMV_PRO_NONE},
+    {"gemma3/q6_k/down_640x2048", FE_DTYPE_Q6_K, 640, 2048, 1, GEMV_EPI_RESIDUAL, GEMV_PRO_NONE},
 };
 
 static bool cpu_time;
