@@ -150,8 +150,9 @@ static void block_weights_have_one_copy_for_prefill_and_decode(void **state) {
         const fe_llama_layer *L = &w->layers[l];
         const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-            want += panel_bytes(ms[i]);
-            if (panel_bytes(ms[i])) add_guarded(ms[i], names[i], l);
+            const size_t bytes = panel_bytes(ms[i]);
+            want += bytes;
+            if (bytes) add_guarded(ms[i], names[i], l);
         }
     }
     /* the head too where it has rows of its own (tied, the embedding's Gather reads them) */
