@@ -38,10 +38,11 @@
 #define R8X(X, ...)                                                                        \
     X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__)               \
     X(4, __VA_ARGS__) X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__)
-/* software prefetch pf bytes past p + off in a row stream (integer arithmetic: the address
- * may lie past the matrix, which a prefetch never faults on) */
+/* software prefetch pf bytes past p + off in a row stream, into L2 (as the panels' kernels:
+ * ops/gemv/panel.h; integer arithmetic: the address may lie past the matrix, which a prefetch
+ * never faults on) */
 #define PF(p, off)                                                                         \
-    if (pf) _mm_prefetch((const char *)((uintptr_t)(p) + (size_t)(off) + (size_t)pf), _MM_HINT_T0);
+    if (pf) _mm_prefetch((const char *)((uintptr_t)(p) + (size_t)(off) + (size_t)pf), _MM_HINT_T1);
 /* row r's pointer (row 0 for rows past nr: never read) and accumulators */
 #define ROWS(T)                                                                            \
     const T *w0 = (const T *)w, *w1 = (const T *)(w + (NR > 1 ? rs : 0));                 \

@@ -52,19 +52,21 @@
 #include "ops/gemv/gemv.h"
 
 /* PANEL_PF: how many blocks ahead the kernels prefetch a group's panel (one memory stream a
- * worker: it reads its groups front to back, and the prefetch runs on into the next group) */
+ * worker: it reads its groups front to back, and the prefetch runs on into the next group).
+ * The kernels prefetch into L2 (_MM_HINT_T1), not L1: a prefetch to L1 holds one of the
+ * core's few L1 miss buffers until its line arrives, so a stream of them capped the loads in
+ * flight, and the decode's long streams gained nothing from it; into L2 the same stream
+ * keeps more lines coming (2-vCPU Zen 4, decode steps alternated by `--profile`: the Llama
+ * 3.2 1B shape's q8_0 gate|up GEMV 0.80-0.92x the time, the whole decode 1.04-1.17x;
+ * SmolLM2's q4_1 with the AVX2 kernels 1.17x) */
 #ifndef PANEL_PF
-#define PANEL_PF 12
-#endif
-/* PANEL_PF_BYTES: the kernels prefetch only when a worker's panels of one call are fewer bytes
- * than this (panel_driver.inc) */
-#ifndef PANEL_PF_BYTES
-#define PANEL_PF_BYTES (1u << 20)
+#define PANEL_PF 8
 #endif
 enum { PANEL_ROWS = 16 };
 /* PANEL_Q6_K_QH: where q6_k's 16 qh vectors start, past its 32 ql vectors; PANEL_PF_KQ: how
- * many 256-blocks ahead the K types' kernels prefetch (a block is 2304 or 3360 bytes) */
-enum { PANEL_Q6_K_QH = 32 * 64, PANEL_PF_KQ = 2 };
+ * many 256-blocks ahead the K types' kernels prefetch (a block is 2304 or 3360 bytes), into
+ * L2 as well: Gemma 3's q4_k / q6_k down GEMVs 0.68-0.76x the time of 2 blocks into L1 */
+enum { PANEL_Q6_K_QH = 32 * 64, PANEL_PF_KQ = 4 };
 
 /* whether the panel design serves W of dtype dt (act_int8 q8_0, q4_0, q4_1, q5_0, q4_k, q6_k) */
 static inline bool fe_gemv_panel_serves(fe_dtype dt) {
