@@ -1,8 +1,10 @@
 /* tests/test_tune.c: the tuner's first part. Domains enumerate what they declare, the default
  * among them; held and derived tunables are not searched; the gate refuses a setting that
  * changes bits where the tolerance is 0; the cost cache keys on the design, values and input
- * contents and refuses (then replaces) a malformed file; `ferrum tune`'s errors name the rule
- * and the fix. Nothing here asserts a timing. */
+ * contents and refuses (then replaces) a malformed file; a probe given the device carries the
+ * memory's read level; `ferrum tune`'s errors name the rule and the fix. Nothing here asserts
+ * a timing. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -375,15 +377,33 @@ static void probes_refuse_a_wide_spread_and_time_off_the_cpu(void **s) {
     o.attempts = 2;
     char why[200];
     int n = 0;
-    fe_cost_figure f = fe_tune_probe(uneven, &n, 1, &o, why, sizeof why);
+    fe_cost_figure f = fe_tune_probe(uneven, &n, 1, NULL, &o, why, sizeof why);
     assert_false(f.reliable);
     assert_non_null(strstr(why, "spread (p90-p10)/median"));
     assert_non_null(strstr(why, "in 2 tries"));
     o.max_spread = 1e9; /* so only the CPU rule can refuse (a loaded machine's naps vary) */
-    f = fe_tune_probe(off_cpu, NULL, 1, &o, why, sizeof why);
+    f = fe_tune_probe(off_cpu, NULL, 1, NULL, &o, why, sizeof why);
     assert_false(f.reliable);
     assert_non_null(strstr(why, "another process took the CPU"));
     assert_true(f.samples > 0 && f.median_ns > 0); /* the last figure is kept, to show */
+    assert_true(f.read_gbps == 0); /* no gauge given */
+}
+
+/* Given the device, a probe reads the memory's rate before and after its runs: the figure
+ * carries their mean (a rate, finite and above 0; nothing here asserts how fast). */
+static void a_probe_with_the_gauge_carries_the_read_level(void **s) {
+    (void)s;
+    double gbps = fe_device_read_gbps(test_dev, 2);
+    assert_true(gbps > 0 && isfinite(gbps));
+    fe_tune_options o = quick();
+    o.max_spread = 1e9;
+    char why[200];
+    int n = 0;
+    fe_cost_figure f = fe_tune_probe(uneven, &n, 1, test_dev, &o, why, sizeof why);
+    assert_true(f.read_gbps > 0 && isfinite(f.read_gbps));
+    fe_cost_figure a, b;
+    fe_tune_probe_pair(uneven, &n, uneven, &n, 1, test_dev, &o, &a, &b, why, sizeof why);
+    assert_true(a.read_gbps > 0 && a.read_gbps == b.read_gbps); /* one stretch of time */
 }
 
 static fe_cost_cache *open_cache(void) {
@@ -485,6 +505,12 @@ static void malformed_cache_files_are_refused_by_name_and_replaced(void **s) {
         assert_true(hit && got.in_turn);
         assert_int_equal(fe_cost_cache_get(c, &key, &got, &hit, &err), FE_OK);
         assert_true(hit && !got.in_turn);
+        /* so does the read level, absent reads as 0 (unknown) */
+        assert_true(got.read_gbps == 0);
+        paired.read_gbps = 31.25;
+        assert_int_equal(fe_cost_cache_put(c, &other, &paired, NULL, &err), FE_OK);
+        assert_int_equal(fe_cost_cache_get(c, &other, &got, &hit, &err), FE_OK);
+        assert_true(hit && got.read_gbps == 31.25);
     }
     char path[1200];
     snprintf(path, sizeof path, "%s/%016x.json", fe_cost_cache_dir(c), 0x77);
@@ -502,6 +528,12 @@ static void malformed_cache_files_are_refused_by_name_and_replaced(void **s) {
         "{\"design\": \"0000000000000077\", \"entries\": [{\"values\": [], \"input\": "
         "\"0000000000000001\", \"median_ns\": 1, \"p10_ns\": 1, \"p90_ns\": 1, \"samples\": 1, "
         "\"reliable\": true, \"in_turn\": 1}]}",
+        "{\"design\": \"0000000000000077\", \"entries\": [{\"values\": [], \"input\": "
+        "\"0000000000000001\", \"median_ns\": 1, \"p10_ns\": 1, \"p90_ns\": 1, \"samples\": 1, "
+        "\"reliable\": true, \"read_gbps\": -3}]}",
+        "{\"design\": \"0000000000000077\", \"entries\": [{\"values\": [], \"input\": "
+        "\"0000000000000001\", \"median_ns\": 1, \"p10_ns\": 1, \"p90_ns\": 1, \"samples\": 1, "
+        "\"reliable\": true, \"read_gbps\": \"fast\"}]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(path, bad[i]);
@@ -682,6 +714,7 @@ int main(void) {
         cmocka_unit_test(an_unreliable_figure_is_measured_again_on_recheck),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
+        cmocka_unit_test(a_probe_with_the_gauge_carries_the_read_level),
         cmocka_unit_test(spread_copies_are_visited_far_apart_each_once),
         cmocka_unit_test(cache_keys_on_design_values_and_input),
         cmocka_unit_test(malformed_cache_files_are_refused_by_name_and_replaced),

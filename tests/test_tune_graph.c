@@ -234,6 +234,67 @@ static void a_table_survives_save_and_load(void **s) {
     fe_cost_table_destroy(back);
 }
 
+/* Figures at one read level. In the synthetic table, design d0's default (10000 ns) gets
+ * read level 20 GB/s and 100000 bytes (10 GB/s: half the gauge's rate, so all of it bound by
+ * memory), d1's default (20000 ns) level 20 and 20000 bytes (1 GB/s: a tenth of it), the
+ * RMSNorm's (3000 ns) level 60 and 90000 bytes (all memory), the rest no level. At 40 GB/s
+ * (levels taken at most 1.2 x 40 = 48): d0's default takes 10000 * 20 / 40 = 5000 (p10 and
+ * p90 alike), d1's 20000 * (0.9 + 0.1 * 0.5) = 19000, the RMSNorm's 3000 * 48 / 40 = 3600,
+ * the others as they were. */
+static void figures_at_one_read_level_move_by_their_share_bound_by_memory(void **s) {
+    (void)s;
+    fe_cost_table *t = parse_synthetic(), *back = NULL;
+    fe_table_option *d0 = &t->designs[0].options[0], *d1 = &t->designs[1].options[0];
+    fe_table_option *norm = &t->designs[2].options[0];
+    d0->cost.read_gbps = 20, d0->bytes = 100000;
+    d1->cost.read_gbps = 20, d1->bytes = 20000;
+    norm->cost.read_gbps = 60, norm->bytes = 90000;
+    t->designs[0].options[1].cost.read_gbps = 30; /* WIDTH=1 at 30, bytes unknown: kept */
+    double lo, hi;
+    int n;
+    assert_float_equal(fe_cost_table_read_level(t, &lo, &hi, &n), 25, 1e-9); /* 20 20 30 60 */
+    assert_int_equal(n, 4);
+    assert_float_equal(lo, 20, 1e-9);
+    assert_float_equal(hi, 60, 1e-9);
+    fe_cost_table_at_level(t, 40);
+    assert_float_equal(d0->cost.median_ns, 5000, 1e-6);
+    assert_float_equal(d0->cost.p10_ns, 4950, 1e-6);
+    assert_float_equal(d0->cost.p90_ns, 5050, 1e-6);
+    assert_float_equal(d1->cost.median_ns, 19000, 1e-6);
+    assert_float_equal(norm->cost.median_ns, 3600, 1e-6);
+    assert_float_equal(t->designs[0].options[1].cost.median_ns, 6000, 1e-6);
+    assert_float_equal(t->designs[3].options[0].cost.median_ns, 5000, 1e-6); /* no level */
+    assert_float_equal(d0->cost.read_gbps, 40, 1e-9);
+    assert_float_equal(t->designs[0].options[1].cost.read_gbps, 40, 1e-9);
+    /* the decode call moved from 40 to 20, each step net of the dispatch (1000) as narrowing
+     * models a fused step: d0 (5000 at 20 GB/s, all memory) x2 twice: +4000 each; d1 (19000
+     * at 20000 / 19000 GB/s: a share of 2 * 1.0526 / 40) +18000 * that share; the RMSNorm
+     * (3600 at 25 GB/s, all memory) x2: +2600; the MHA (no level) nothing */
+    double share = 2 * (20000.0 / 19000) / 40;
+    double moved = fe_cost_table_call_at_level(t, 0, 1e6, 20) - 1e6;
+    assert_float_equal(moved, 2 * 4000 + 18000 * share + 2600, 1e-3);
+    /* a call's level past 1.2 x the table's counts as 48 */
+    assert_float_equal(fe_cost_table_call_at_level(t, 0, 1e6, 60),
+                       fe_cost_table_call_at_level(t, 0, 1e6, 48), 1e-6);
+    assert_true(fe_cost_table_call_at_level(t, 0, 1e6, 48) < 1e6);
+    assert_float_equal(fe_cost_table_call_at_level(t, 0, 1e6, 0), 1e6, 0); /* unknown */
+    /* the levels and bytes survive the file */
+    char path[128];
+    snprintf(path, sizeof path, "%s/tables/x/levels.fused.json", cache_root);
+    fe_error err;
+    assert_int_equal(fe_cost_table_save(t, path, &err), FE_OK);
+    assert_int_equal(fe_cost_table_load(path, &back, &err), FE_OK);
+    assert_float_equal(back->read_gbps, 40, 1e-9);
+    assert_float_equal(back->designs[0].options[0].bytes, 100000, 1e-9);
+    assert_float_equal(back->designs[0].options[0].cost.read_gbps, 40, 1e-9);
+    assert_float_equal(back->designs[3].options[0].cost.read_gbps, 0, 0);
+    fe_cost_table_destroy(back);
+    /* a level of 0 changes nothing */
+    fe_cost_table_at_level(t, 0);
+    assert_float_equal(d0->cost.median_ns, 5000, 1e-6);
+    fe_cost_table_destroy(t);
+}
+
 /* Replaces the first `from` of synthetic by `to`; the caller frees. */
 static char *edited(const char *from, const char *to) {
     const char *at = strstr(synthetic, from);
@@ -267,6 +328,11 @@ static void bad_cost_tables_are_refused_naming_the_field_and_the_fix(void **s) {
         {"\"reliable\": true}", "\"reliable\": true, \"in_turn\": 1}", "in_turn"},
         {"\"N\": 64", "\"N\": [64]", "when"},
         {"\"verdict\": \"candidate\"", "\"verdict\": \"maybe\"", "verdict"},
+        {"\"reliable\": true}", "\"reliable\": true, \"read_gbps\": -1}", "read_gbps"},
+        {"\"reliable\": true}", "\"reliable\": true, \"read_gbps\": \"fast\"}", "read_gbps"},
+        {"\"packaging\": \"fused\"", "\"packaging\": \"fused\", \"read_gbps\": [1]",
+         "read_gbps"},
+        {", \"cost\": {", ", \"bytes\": -64, \"cost\": {", "bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *text = edited(bad[i].from, bad[i].to);
@@ -684,6 +750,7 @@ int main(void) {
         cmocka_unit_test(each_step_calls_are_modelled_as_a_dispatch_per_step),
         cmocka_unit_test(the_choice_written_as_a_profile_reaches_the_kernel),
         cmocka_unit_test(a_table_survives_save_and_load),
+        cmocka_unit_test(figures_at_one_read_level_move_by_their_share_bound_by_memory),
         cmocka_unit_test(bad_cost_tables_are_refused_naming_the_field_and_the_fix),
         cmocka_unit_test(the_second_pass_pairs_the_fastest_where_short_unreliable_or_far_ahead),
         cmocka_unit_test(a_graph_table_prices_each_distinct_design_once_at_its_points),

@@ -80,10 +80,10 @@ static void print_json(FILE *f, const fe_tune_result *r) {
         if (row->verdict == FE_TUNE_CANDIDATE)
             fprintf(f, ", \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, "
                     "\"flops\": %.0f, \"bytes\": %.0f, \"cached\": %s, \"reliable\": %s, "
-                    "\"best\": %s", row->cost.median_ns / 1e3, row->cost.p10_ns / 1e3,
-                    row->cost.p90_ns / 1e3, row->flops, row->bytes,
+                    "\"best\": %s, \"read_gbps\": %.2f", row->cost.median_ns / 1e3,
+                    row->cost.p10_ns / 1e3, row->cost.p90_ns / 1e3, row->flops, row->bytes,
                     row->cached ? "true" : "false", row->cost.reliable ? "true" : "false",
-                    row->best ? "true" : "false");
+                    row->best ? "true" : "false", row->cost.read_gbps);
         fputs(", \"reason\": \"", f);
         json_text(f, row->reason);
         fprintf(f, "\"}%s\n", i + 1 < fe_tune_result_count(r) ? "," : "");
@@ -96,27 +96,32 @@ static void print_table(FILE *f, const fe_tune_result *r) {
     fe_cost_figure d = fe_tune_result_dispatch(r);
     fprintf(f, "empty step (dispatch + barrier): %.2f us%s\n\n", d.median_ns / 1e3,
             d.reliable ? "" : " (unreliable)");
-    fprintf(f, "  %-44s %10s %7s %8s %9s  %-11s %s\n", "setting", "median us", "spread",
-            "GB/s", "GFLOP/s", "verdict", "source / reason");
+    fprintf(f, "  %-44s %10s %7s %8s %9s %6s  %-11s %s\n", "setting", "median us", "spread",
+            "GB/s", "GFLOP/s", "read", "verdict", "source / reason");
     bool any_best = false;
     for (int i = 0; i < fe_tune_result_count(r); i++) {
         const fe_tune_row *row = fe_tune_result_row(r, i);
         any_best = any_best || row->best;
         if (row->verdict != FE_TUNE_CANDIDATE) {
-            fprintf(f, "  %-44s %10s %7s %8s %9s  %-11s %s\n", row->setting, "-", "-", "-", "-",
-                    verdict_text(row), row->reason);
+            fprintf(f, "  %-44s %10s %7s %8s %9s %6s  %-11s %s\n", row->setting, "-", "-", "-",
+                    "-", "-", verdict_text(row), row->reason);
             continue;
         }
         double s = row->cost.median_ns * 1e-9, spread = row->cost.median_ns > 0
             ? (row->cost.p90_ns - row->cost.p10_ns) / row->cost.median_ns : 0;
-        fprintf(f, "%c %-44s %10.2f %6.1f%% %8.2f %9.2f  %-11s %s%s%s\n", row->best ? '*' : ' ',
-                row->setting, row->cost.median_ns / 1e3, 100 * spread,
-                s > 0 ? row->bytes / s / 1e9 : 0, s > 0 ? row->flops / s / 1e9 : 0,
+        char level[16] = "-";
+        if (row->cost.read_gbps > 0) snprintf(level, sizeof level, "%.1f", row->cost.read_gbps);
+        fprintf(f, "%c %-44s %10.2f %6.1f%% %8.2f %9.2f %6s  %-11s %s%s%s\n",
+                row->best ? '*' : ' ', row->setting, row->cost.median_ns / 1e3, 100 * spread,
+                s > 0 ? row->bytes / s / 1e9 : 0, s > 0 ? row->flops / s / 1e9 : 0, level,
                 verdict_text(row),
                 !strncmp(row->reason, "cached", 6) ? "" : row->cached ? "cached" : "measured",
                 *row->reason && strncmp(row->reason, "cached", 6) ? ": " : "", row->reason);
     }
-    fprintf(f, "\n%s\n", any_best ? "* the best: the fastest reliable candidate, or the default when "
+    fprintf(f, "\nread: the memory's read rate (GB/s) around the figure's runs, by the "
+            "device's gauge (a host whose memory level drifts moves it, and memory-bound "
+            "figures with it)\n");
+    fprintf(f, "%s\n", any_best ? "* the best: the fastest reliable candidate, or the default when "
                                     "none beats it by more than their spreads"
                                   : "no best: the fastest figures are unreliable (another process "
                                     "took the CPU, or the spread was wide); run again on an idle "

@@ -108,17 +108,21 @@ static double modelled_ns(const fe_narrowing *n, const fe_fold_pricing *fp, int 
 }
 
 static void print_calls(FILE *f, const char *what, const fe_narrowing *n,
-                        const fe_fold_pricing *fp, const fe_tune_graph_request *req,
-                        const fe_cost_figure *measured, const bool *cached, bool chosen,
-                        int workers) {
+                        const fe_fold_pricing *fp, const fe_cost_table *t,
+                        const fe_tune_graph_request *req, const fe_cost_figure *measured,
+                        const bool *cached, bool chosen, int workers) {
     for (int c = 0; c < req->n_calls; c++) {
         double pred = modelled_ns(n, fp, c, chosen);
         fprintf(f, "  %-14s %-9s modelled %10.3f ms", req->calls[c].name, what, pred / 1e6);
         if (measured) {
-            double m = measured[c].median_ns;
+            double m = measured[c].median_ns, gbps = measured[c].read_gbps;
+            /* the model at the read level the call was measured at */
+            double at = fe_cost_table_call_at_level(t, c, pred, gbps);
+            if (at != pred) fprintf(f, ", %10.3f at the call's %.1f GB/s", at / 1e6, gbps);
             fprintf(f, "   measured %10.3f ms (p10..p90 %.3f..%.3f)%s   model/measured %.2f",
                     m / 1e6, measured[c].p10_ns / 1e6, measured[c].p90_ns / 1e6,
-                    measured[c].reliable ? "" : " unreliable", m > 0 ? pred / m : 0);
+                    measured[c].reliable ? "" : " unreliable", m > 0 ? at / m : 0);
+            if (at != pred) fprintf(f, " (%.2f at the figures' level)", m > 0 ? pred / m : 0);
             if (cached[c])
                 fprintf(f, "   (cached: the same call measured by an earlier run)");
             else
@@ -241,8 +245,18 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     code = session(m, a, NULL, FE_LM_FOLDS_NONE, NULL, NULL, &plain, io);
     if (code != FE_EXIT_OK) goto done;
     fe_tune_graph_request ureq = {fe_lm_session_graph(plain), name_unfolded, c.call, 2};
-    if (fe_tune_graph(dev, &ureq, &o, previous_unfolded, &unfolded, &err) != FE_OK ||
-        fe_fold_price(unfolded, table, log, &fp, &err) != FE_OK ||
+    if (fe_tune_graph(dev, &ureq, &o, previous_unfolded, &unfolded, &err) != FE_OK) {
+        code = fail(io, err.message);
+        goto done;
+    }
+    /* both tables' figures at one read level (the folded table's median), so that figures
+     * taken minutes apart compare, and the folds' prices too */
+    double level_lo, level_hi;
+    int n_level;
+    const double level = fe_cost_table_read_level(table, &level_lo, &level_hi, &n_level);
+    fe_cost_table_at_level(table, level);
+    fe_cost_table_at_level(unfolded, level);
+    if (fe_fold_price(unfolded, table, log, &fp, &err) != FE_OK ||
         fe_narrow(unfolded, fe_narrow_kinds_all(), &n_unfolded, &err) != FE_OK) {
         code = fail(io, err.message);
         goto done;
@@ -266,8 +280,15 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     fe_cost_table_second_pass(table, &again[0], &in_turn[0], &again_s[0]);
     fe_cost_table_second_pass(unfolded, &again[1], &in_turn[1], &again_s[1]);
     fprintf(f, "second pass: the fastest setting measured again %d times, %d of them in turn "
-            "with the default (%.1f s of it)\n\n", again[0] + again[1], in_turn[0] + in_turn[1],
+            "with the default (%.1f s of it)\n", again[0] + again[1], in_turn[0] + in_turn[1],
             again_s[0] + again_s[1]);
+    if (n_level > 0)
+        fprintf(f, "read level: the figures were measured at %.1f GB/s (the median of %d; "
+                "%.1f..%.1f) and are priced there, each moved by its share bound by memory\n\n",
+                level, n_level, level_lo, level_hi);
+    else
+        fprintf(f, "read level: no figure has one (all from an older cache): each is priced "
+                "as measured\n\n");
     fprintf(f, "folds (each group kept only where it lowers the modelled time; settings at "
             "their defaults): %d of %d groups kept\n", fe_fold_pricing_kept(fp),
             fe_fold_pricing_groups(fp));
@@ -371,10 +392,10 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             "CPUs had: the process's CPU time over the wall time, less than the workers when "
             "it was descheduled):\n", LADDER);
     int workers = fe_device_get_info(dev)->n_workers;
-    print_calls(f, "defaults", n, fp, &req, a->skip_measure ? NULL : measured, cached, false,
+    print_calls(f, "defaults", n, fp, table, &req, a->skip_measure ? NULL : measured, cached, false,
                 workers);
     if (changed) {
-        print_calls(f, "tuned", n, fp, &req, a->skip_measure ? NULL : measured_tuned, cached, true,
+        print_calls(f, "tuned", n, fp, table, &req, a->skip_measure ? NULL : measured_tuned, cached, true,
                     workers);
         if (folds_changed)
             fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "

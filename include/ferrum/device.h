@@ -74,6 +74,14 @@ FE_API void fe_device_dispatch(fe_device *dev, const fe_step *steps, int n_steps
 FE_API void fe_device_dispatch_timed(fe_device *dev, const fe_step *steps, int n_steps,
                                      uint64_t *step_ns);
 
+/* The memory's read rate now, GB/s (1e9 bytes a second): the best of `passes` passes in
+ * which every worker sums its share of a buffer of four L3s (256 MiB to 1 GiB), made on
+ * first use and kept until fe_device_destroy; 0 when it cannot be had. A gauge, not a roof:
+ * its figure is compared with its own at another moment (a tuner reads it beside each
+ * figure it takes, so that figures taken minutes apart, on a host whose memory level
+ * drifts, can be priced at one level). One dispatch a pass. */
+FE_API double fe_device_read_gbps(fe_device *dev, int passes);
+
 #ifdef __cplusplus
 }
 #endif

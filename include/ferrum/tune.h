@@ -58,6 +58,12 @@ typedef struct fe_cost_figure {
                     * last attempt's, kept only to show */
     bool in_turn;  /* measured in turn with the default's design, a run of each a round: its
                     * lead over the default is the one of the same stretch of time */
+    /* the memory's read rate around the figure's runs (fe_device_read_gbps before and after
+     * them, the mean), GB/s; 0 where not read (a figure of an older cache, or a probe
+     * without the device's gauge). Narrowing prices figures at one read level
+     * (fe_cost_table_at_level), so that figures taken minutes apart on a host whose memory
+     * level drifts compare as if taken together. */
+    double read_gbps;
     /* CPUs the process had over the figure's runs (its CPU time over the wall time; the
      * workers spin, so an undisturbed run of width w has about w); not saved in the cost
      * cache or table */
@@ -287,6 +293,30 @@ FE_API void fe_cost_table_second_pass(const fe_cost_table *t, int *again, int *i
 /* The table's overhead figures: one empty dispatch, and each more step's barrier in it. */
 FE_API fe_cost_figure fe_cost_table_dispatch(const fe_cost_table *t);
 FE_API fe_cost_figure fe_cost_table_barrier(const fe_cost_table *t);
+
+/* ---- figures priced at one read level (fe_cost_figure.read_gbps) ---- */
+
+/* The read level t's candidate figures were measured at: the median of those that have one
+ * (lo, hi: the lowest and highest; n: how many; each may be NULL), 0 when none has. */
+FE_API double fe_cost_table_read_level(const fe_cost_table *t, double *lo, double *hi, int *n);
+/* Prices every candidate figure of t that has a read level at level gbps instead: the share
+ * of its time that memory bounds is scaled by (its level / gbps), the rest kept, a level
+ * taken at most 1.2 times gbps (a gauge reading far above the usual is the gauge finding
+ * its buffer in a cache the host left free, which a kernel gains little from). That share is
+ * what reading the option's bytes takes at twice the figure's own read rate, up to all of it
+ * (a step that reads at half the read gauge's rate or more is taken as bound by memory: the
+ * decode's GEMVs read at 0.7-1.0 of it, a prefill GEMM at a few per cent). Its figures then
+ * carry gbps, and so does t (fe_cost_table_save writes it). Narrowing and fold pricing read
+ * the figures as they are: put the tables they compare at one level first. gbps <= 0
+ * changes nothing. */
+FE_API void fe_cost_table_at_level(fe_cost_table *t, double gbps);
+/* Call c's time `ns`, modelled from t's figures at t's level, moved to read level gbps (taken
+ * at most 1.2 times t's): the part of the call's steps (their defaults) that memory bounds
+ * scaled as fe_cost_table_at_level scales one figure, dispatch and barriers kept. What a call measured
+ * at level gbps (its figure's read_gbps) is compared with. ns unchanged when either level is
+ * unknown. */
+FE_API double fe_cost_table_call_at_level(const fe_cost_table *t, int call, double ns,
+                                          double gbps);
 
 /* ---- pricing the folds ---- */
 

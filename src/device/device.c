@@ -13,11 +13,13 @@
 #include "core/error.h"
 #include "device/counters.h"
 #include "device/cpu/pool.h"
+#include "device/read_gauge.h"
 
 struct fe_device {
     fe_device_info info;
     fe_pool *pool;
     atomic_ullong dispatches;
+    fe_read_gauge gauge;
 };
 
 static const char *const isa_names[FE_ISA_COUNT] = {"scalar", "avx2", "avx512"};
@@ -206,11 +208,16 @@ fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_er
 
 void fe_device_destroy(fe_device *dev) {
     if (!dev) return;
+    fe_read_gauge_free(&dev->gauge);
     fe_pool_destroy(dev->pool);
     fe_free(dev);
 }
 
 const fe_device_info *fe_device_get_info(const fe_device *dev) { return &dev->info; }
+
+double fe_device_read_gbps(fe_device *dev, int passes) {
+    return fe_read_gauge_run(&dev->gauge, dev->pool, dev->info.l3_bytes, passes);
+}
 
 void fe_device_describe(const fe_device *dev, char *buf, size_t n) {
     const fe_device_info *i = &dev->info;

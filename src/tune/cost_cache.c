@@ -3,8 +3,9 @@
  *   {"design": "9f...", "label": "GEMV rows_per_step=2 ...",
  *    "entries": [{"values": [2048, 1], "input": "1c...", "median_ns": 81234.5,
  *                 "p10_ns": 80100, "p90_ns": 83000, "samples": 48, "reliable": true,
- *                 "in_turn": true}]}
- * ("in_turn", optional, false when absent: measured in turn with the default's design).
+ *                 "in_turn": true, "read_gbps": 31.2}]}
+ * ("in_turn", optional, false when absent: measured in turn with the default's design;
+ * "read_gbps", optional, 0 when absent: the memory's read rate around the figure).
  * An entry is keyed on the per-call values and the inputs' hash. A file that is not that
  * shape is refused whole, with a message naming it; the next put replaces it. Files are
  * written to a temporary and renamed, so a reader never sees half of one. `ferrum tune OP`
@@ -115,6 +116,10 @@ static fe_status check_file(json_t *root, uint64_t design, const char *path, fe_
         json_t *turn = json_object_get(e, "in_turn");
         if (turn && !json_is_boolean(turn))
             return bad(err, path, "\"in_turn\" is not true or false", i);
+        json_t *level = json_object_get(e, "read_gbps");
+        if (level && !(json_is_number(level) && json_number_value(level) >= 0 &&
+                       json_number_value(level) <= 1e6))
+            return bad(err, path, "\"read_gbps\" is not a number in [0, 1e6] (GB/s)", i);
     }
     return FE_OK;
 }
@@ -168,6 +173,8 @@ fe_status fe_cost_cache_get(fe_cost_cache *c, const fe_cost_key *key, fe_cost_fi
         out->samples = (int)json_integer_value(json_object_get(e, "samples"));
         out->reliable = json_is_true(json_object_get(e, "reliable"));
         out->in_turn = json_is_true(json_object_get(e, "in_turn"));
+        json_t *level = json_object_get(e, "read_gbps");
+        out->read_gbps = level ? json_number_value(level) : 0;
         *hit = true;
         break;
     }
@@ -225,6 +232,8 @@ fe_status fe_cost_cache_put(fe_cost_cache *c, const fe_cost_key *key, const fe_c
     e = json_pack("{s:o?, s:s, s:f, s:f, s:f, s:i, s:b, s:b}", "values", vals, "input", hex,
                   "median_ns", fig->median_ns, "p10_ns", fig->p10_ns, "p90_ns", fig->p90_ns,
                   "samples", fig->samples, "reliable", fig->reliable, "in_turn", fig->in_turn);
+    if (e && fig->read_gbps > 0 && json_object_set_new(e, "read_gbps", json_real(fig->read_gbps)))
+        goto nomem;
     if (!e || json_array_append_new(entries, e)) goto nomem;
     if (fe_tune_mkdirs(c->dir) != 0) {
         json_decref(root);

@@ -11,7 +11,12 @@
  *    "calls": [{"name": "decode step", "each_step": false, "measured": FIGURE or null,
  *               "steps": [{"label": "GEMV#3", "design": 0}, ...]}]}
  * FIGURE is {"median_ns": .., "p10_ns": .., "p90_ns": .., "samples": N, "reliable": bool},
- * and "in_turn": true where it was measured in turn with the default (optional).
+ * "in_turn": true where it was measured in turn with the default (optional), and
+ * "read_gbps": the memory's read rate around it (optional, 0 when absent). An option's
+ * "bytes" (optional, 0 when absent) is its op's cost model at the call points: what
+ * fe_cost_table_at_level reads a figure's share bound by memory from. The table's
+ * "read_gbps" (optional) is the level its options' figures are priced at, where they were
+ * put at one (fe_cost_table_at_level); a call's "measured" keeps its own.
  * A table that breaks any rule is refused whole, the message naming the field and the fix:
  * narrowing never runs on a table it cannot trust. */
 #include <errno.h>
@@ -92,6 +97,7 @@ static json_t *figure_json(const fe_cost_figure *f) {
                           f->p10_ns, "p90_ns", f->p90_ns, "samples", f->samples, "reliable",
                           f->reliable);
     if (j && f->in_turn) json_object_set_new(j, "in_turn", json_true());
+    if (j && f->read_gbps > 0) json_object_set_new(j, "read_gbps", json_real(f->read_gbps));
     return j;
 }
 
@@ -109,8 +115,10 @@ static json_t *design_json(const fe_table_design *d) {
             json_object_set_new(tun, o->tunables[k], json_integer(o->values[k]));
         json_t *e = json_pack("{s:s, s:s, s:s, s:o?}", "setting", o->setting, "verdict",
                               verdicts[o->verdict], "reason", o->reason, "tunables", tun);
-        if (e && o->verdict == FE_TUNE_CANDIDATE)
+        if (e && o->verdict == FE_TUNE_CANDIDATE) {
             json_object_set_new(e, "cost", figure_json(&o->cost));
+            if (o->bytes > 0) json_object_set_new(e, "bytes", json_real(o->bytes));
+        }
         json_array_append_new(opts, e);
     }
     return json_pack("{s:s, s:s, s:s, s:o?, s:o?}", "key", hex, "op", d->op, "shape", d->shape,
@@ -139,6 +147,7 @@ fe_status fe_cost_table_save(const fe_cost_table *t, const char *path, fe_error 
                              figure_json(&t->dispatch), "barrier", figure_json(&t->barrier),
                              "designs", designs, "calls", calls);
     if (!root) return fe_error_set(err, FE_E_NOMEM, "cost table: out of memory");
+    if (t->read_gbps > 0) json_object_set_new(root, "read_gbps", json_real(t->read_gbps));
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -197,6 +206,17 @@ static fe_status read_hex(reader *r, json_t *obj, const char *field, uint64_t *o
     return FE_OK;
 }
 
+/* An optional number in [0, hi] (0 when absent); FE_E_FORMAT, unset, when it is not one (the
+ * caller refuses with the field's own words). */
+static fe_status read_optional(json_t *obj, const char *field, double hi, double *out) {
+    json_t *x = json_object_get(obj, field);
+    if (!x) return FE_OK;
+    double v = json_is_number(x) ? json_number_value(x) : -1;
+    if (!(v >= 0 && v <= hi)) return FE_E_FORMAT;
+    *out = v;
+    return FE_OK;
+}
+
 static fe_status read_figure(reader *r, json_t *obj, const char *field, fe_cost_figure *f) {
     json_t *j = json_object_get(obj, field);
     if (!json_is_object(j)) return refuse(r, field, "is not a figure object {median_ns, p10_ns, "
@@ -219,8 +239,12 @@ static fe_status read_figure(reader *r, json_t *obj, const char *field, fe_cost_
     json_t *turn = json_object_get(j, "in_turn");
     if (turn && !json_is_boolean(turn))
         return refuse(r, field, "has in_turn that is not true or false");
+    double gbps = 0;
+    if (read_optional(j, "read_gbps", 1e6, &gbps) != FE_OK)
+        return refuse(r, field, "has read_gbps that is not a number in [0, 1e6] (GB/s)");
     *f = (fe_cost_figure){v[0], v[1], v[2], (int)json_integer_value(s), json_is_true(rel)};
     f->in_turn = json_is_true(turn);
+    f->read_gbps = gbps;
     return FE_OK;
 }
 
@@ -253,8 +277,11 @@ static fe_status read_option(reader *r, const fe_op *op, json_t *j, fe_table_opt
         snprintf(o->tunables[o->n_tunables], sizeof o->tunables[0], "%s", name);
         o->values[o->n_tunables++] = json_integer_value(val);
     }
-    if (o->verdict == FE_TUNE_CANDIDATE) return read_figure(r, j, "cost", &o->cost);
-    return FE_OK;
+    if (o->verdict != FE_TUNE_CANDIDATE) return FE_OK;
+    if (read_optional(j, "bytes", 1e18, &o->bytes) != FE_OK)
+        return refuse(r, "bytes", "is not a number in [0, 1e18] (the op's bytes at the call "
+                                  "points)");
+    return read_figure(r, j, "cost", &o->cost);
 }
 
 static fe_status read_design(reader *r, json_t *j, fe_table_design *d) {
@@ -347,6 +374,9 @@ static fe_status read_table(reader *r, json_t *root, fe_cost_table *t) {
     if (st != FE_OK) return st;
     if (strcmp(t->packaging, "fused") != 0 && strcmp(t->packaging, "each_step") != 0)
         return refuse(r, "packaging", "is neither fused nor each_step");
+    if (read_optional(root, "read_gbps", 1e6, &t->read_gbps) != FE_OK)
+        return refuse(r, "read_gbps", "is not a number in [0, 1e6] (GB/s: the level the "
+                                      "figures are priced at)");
     if ((st = read_figure(r, root, "dispatch", &t->dispatch)) != FE_OK) return st;
     if ((st = read_figure(r, root, "barrier", &t->barrier)) != FE_OK) return st;
     json_t *designs = json_object_get(root, "designs"), *calls = json_object_get(root, "calls");

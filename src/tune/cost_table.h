@@ -19,6 +19,7 @@ typedef struct fe_table_option {
     int64_t values[FE_MAX_TUNABLES];
     int n_tunables;
     fe_cost_figure cost; /* priced at the call points (their mean); candidates only */
+    double bytes;        /* the op's cost model at the same points (0: not known) */
 } fe_table_option;
 
 /* A profile key: "N" = 2048, "w.dtype" = "q8_0". */
@@ -60,6 +61,9 @@ struct fe_cost_table {
     char name[FE_TABLE_NAME];
     char device[17];
     char packaging[16];  /* "fused" or "each_step" */
+    /* the read level (GB/s) the options' figures are priced at: set by
+     * fe_cost_table_at_level; 0 while each figure is at its own */
+    double read_gbps;
     fe_cost_figure dispatch; /* an empty step on the pool at full width */
     fe_cost_figure barrier;  /* one more empty step in the same dispatch */
     fe_table_design *designs;

@@ -3,7 +3,8 @@
  * the budget ends (with at least the options' min_samples). A figure is refused when its spread ((p90 - p10) / median) is wide or
  * when the process got less CPU time than its workers would use over the wall time (another
  * process took a core): then it is measured again, up to the attempts allowed, and reported
- * unreliable rather than trusted. */
+ * unreliable rather than trusted. Given the device, each figure also gets the memory's read
+ * rate around its runs (fe_device_read_gbps before and after, the mean). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tu
 }
 
 /* fe_tune_probe for nf things in turn (fe_tune_probe_pair's and its own) */
-static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width,
+static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width, fe_device *gauge,
                     const fe_tune_options *o, fe_cost_figure *out, char *why, size_t why_n) {
     double *samples[2] = {fe_malloc(MAX_SAMPLES * sizeof(double)),
                           nf > 1 ? fe_malloc(MAX_SAMPLES * sizeof(double)) : NULL};
@@ -95,9 +96,13 @@ static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width,
     int attempts = o->attempts > 0 ? o->attempts : 1;
     for (int a = 0; a < attempts; a++) {
         double share, spread = 0;
+        double before = gauge ? fe_device_read_gbps(gauge, 1) : 0;
         measure(fn, ctx, nf, o, samples, out, &share);
+        double after = gauge ? fe_device_read_gbps(gauge, 1) : 0;
+        double level = before > 0 && after > 0 ? (before + after) / 2 : fmax(before, after);
         for (int f = 0; f < nf; f++) {
             out[f].cpus = share;
+            out[f].read_gbps = level;
             double sf = out[f].median_ns > 0 ? (out[f].p90_ns - out[f].p10_ns) / out[f].median_ns
                                              : INFINITY;
             if (sf > spread) spread = sf;
@@ -124,20 +129,20 @@ static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width,
     fe_free(samples[1]);
 }
 
-fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
-                             char *why, size_t why_n) {
+fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
+                             const fe_tune_options *o, char *why, size_t why_n) {
     fe_cost_figure f;
-    probe_n(&fn, &ctx, 1, width, o, &f, why, why_n);
+    probe_n(&fn, &ctx, 1, width, gauge, o, &f, why, why_n);
     return f;
 }
 
 void fe_tune_probe_pair(fe_probe_fn fa, void *ca, fe_probe_fn fb, void *cb, int width,
-                        const fe_tune_options *o, fe_cost_figure *a, fe_cost_figure *b,
-                        char *why, size_t why_n) {
+                        fe_device *gauge, const fe_tune_options *o, fe_cost_figure *a,
+                        fe_cost_figure *b, char *why, size_t why_n) {
     fe_probe_fn fn[2] = {fa, fb};
     void *ctx[2] = {ca, cb};
     fe_cost_figure out[2];
-    probe_n(fn, ctx, 2, width, o, out, why, why_n);
+    probe_n(fn, ctx, 2, width, gauge, o, out, why, why_n);
     out[0].in_turn = out[1].in_turn = true;
     *a = out[0], *b = out[1];
 }

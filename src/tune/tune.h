@@ -78,10 +78,12 @@ fe_status fe_tune_buffers_save_outputs(const fe_op *op, const fe_tune_buffers *b
 /* A probe: times fn(ctx) alone, warm-up first, repeats until the median settles or the
  * budget ends; refuses a figure whose spread passes max_spread or during which the process
  * got less CPU than `width` workers would use (another process ran), and measures again, up
- * to `attempts` figures. why says what the last refusal was ("" when reliable). */
+ * to `attempts` figures. why says what the last refusal was ("" when reliable). gauge (may
+ * be NULL): the device whose read rate is taken before and after the runs, the figure's
+ * read_gbps (one pass each side: about 2 x 8 ms on a 2-worker Zen 4). */
 typedef void (*fe_probe_fn)(void *ctx);
-fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune_options *o,
-                             char *why, size_t why_n);
+fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
+                             const fe_tune_options *o, char *why, size_t why_n);
 
 /* Two things timed in turn, a run of a then a run of b each round, as fe_tune_probe times
  * one (both medians settled; refused and measured again as it refuses): figures of the same
@@ -89,8 +91,14 @@ fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, const fe_tune
  * A figure measured alone minutes before another is not comparable with it on such a host
  * (the same GEMV design measured 1015 and 1980 us in one `ferrum tune` run). */
 void fe_tune_probe_pair(fe_probe_fn fa, void *ca, fe_probe_fn fb, void *cb, int width,
-                        const fe_tune_options *o, fe_cost_figure *a, fe_cost_figure *b,
-                        char *why, size_t why_n);
+                        fe_device *gauge, const fe_tune_options *o, fe_cost_figure *a,
+                        fe_cost_figure *b, char *why, size_t why_n);
+
+/* The factor that moves a figure of `ns` reading `bytes`, measured at read level `from`
+ * (GB/s), to level `to`, against the reference level `ref` (the table's): 1 - m + m * from'
+ * / to', m the share bound by memory, min(1, 2 * (bytes / ns) / from), and each level taken
+ * at most 1.2 times ref (read_level.c says why). 1 when a level or the time is unknown. */
+double fe_cost_level_factor(double ns, double bytes, double from, double to, double ref);
 
 /* A tune request made concrete: the catalog case it starts from, with the extents, params
  * and dtype the request names written in, the held tunables and per-call values. */

@@ -69,6 +69,7 @@ static fe_status design_from(const fe_tune_result *r, const char *op, fe_table_d
         snprintf(o->reason, sizeof o->reason, "%s", row->reason);
         o->verdict = row->verdict;
         o->cost = row->cost;
+        o->bytes = row->bytes;
         if (row->verdict == FE_TUNE_CANDIDATE && !row->cached) d->reused = false;
         if (row->verdict != FE_TUNE_CANDIDATE) continue;
         for (int k = 0; k < r->op->n_tunables; k++)
@@ -161,7 +162,7 @@ static fe_cost_figure probe_empty(empty_run *e, int n, int width, const fe_tune_
     e->n = n;
     fe_cost_figure best = {0};
     for (int a = 0; a < OVERHEAD_TRIES; a++) {
-        fe_cost_figure f = fe_tune_probe(run_empty, e, width, o, why, sizeof why);
+        fe_cost_figure f = fe_tune_probe(run_empty, e, width, NULL, o, why, sizeof why);
         if (f.reliable) return f;
         if (a == 0 || f.median_ns < best.median_ns) best = f;
     }
@@ -528,7 +529,7 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
             for (int g = 0; g < n; g++) {
                 call_run run = {reqs[g]->graph, &reqs[g]->calls[c], p, FE_OK};
                 char why[200];
-                fe_cost_figure f = fe_tune_probe(run_call, &run, width, &po, why, sizeof why);
+                fe_cost_figure f = fe_tune_probe(run_call, &run, width, dev, &po, why, sizeof why);
                 if (run.st != FE_OK) return call_failed(&run, err);
                 const double share = 1.0 / call->n_points, of_rounds = share / rounds;
                 mean[g][r] += f.median_ns * share;
@@ -536,6 +537,7 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
                 sums[g].p90_ns += f.p90_ns * of_rounds;
                 sums[g].samples += f.samples;
                 sums[g].cpus += f.cpus * of_rounds;
+                sums[g].read_gbps += f.read_gbps * of_rounds;
                 sums[g].reliable = sums[g].reliable && f.reliable;
             }
         }

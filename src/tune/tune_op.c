@@ -153,19 +153,29 @@ void fe_tune_unreliable_cached(const fe_cost_figure *f, char *why, size_t n) {
     snprintf(why, n, "cached (unreliable: spread %.0f%%)", 100 * spread);
 }
 
-/* Prices a candidate: each ladder point from the cache or measured, then their mean. */
+/* The read level of a figure priced over points: their levels weighted by their times (the
+ * points a level is known at). */
+typedef struct level_mean {
+    double gbps_ns, ns;
+} level_mean;
+
+static void add_level(level_mean *m, fe_cost_figure f) {
+    if (f.read_gbps > 0) m->gbps_ns += f.read_gbps * f.median_ns, m->ns += f.median_ns;
+}
+
 /* Prices row (kernel k) at the shape's points: a figure per point from the cache, else
  * measured alone and stored. With `def_k` (the default's kernel, its row def_row), the row
  * is the setting o->recheck_setting names: at every point both are measured again, in turn
  * (fe_tune_probe_pair), both figures stored and both rows priced at them, so that the
  * setting's lead over the default is the one they show in the same stretch of time. */
-static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
+static fe_status price(fe_device *dev, const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
                        fe_tune_buffers *b, fe_cost_cache *cache, const fe_tune_options *o,
                        fe_tune_row *row, fe_tune_row *def_row, fe_tune_result *r,
                        fe_error *err) {
     const fe_op *op = s->op;
     int steps = s->n_points > 0 ? s->n_points : s->ladder >= 0 ? LADDER_STEPS : 1;
     fe_cost_figure sum = {.reliable = true}, def_sum = {.reliable = true};
+    level_mean level = {0}, def_level = {0};
     row->cached = true;
     row->flops = row->bytes = 0;
     char label[300], def_label[300];
@@ -228,10 +238,10 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
                           .values = vals, .n_values = op->n_values};
             char why[200];
             if (def_k)
-                fe_tune_probe_pair(run_kernel, &dc, run_kernel, &rc, fe_kernel_width(k), o, &df,
-                                   &f, why, sizeof why);
+                fe_tune_probe_pair(run_kernel, &dc, run_kernel, &rc, fe_kernel_width(k), dev, o,
+                                   &df, &f, why, sizeof why);
             else
-                f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), o, why, sizeof why);
+                f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), dev, o, why, sizeof why);
             if (recheck && !f.reliable && before.median_ns < f.median_ns) f = before;
             if (def_k)
                 snprintf(row->reason, sizeof row->reason, "measured again in turn with the "
@@ -264,10 +274,13 @@ static fe_status price(const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
         def_sum.in_turn = (step == 0 || def_sum.in_turn) && df.in_turn;
         row->flops += fl / steps;
         row->bytes += by / steps;
+        add_level(&level, f), add_level(&def_level, df);
     }
     layouts_free(lay);
     layouts_free(def_lay);
     if (st != FE_OK) return st;
+    sum.read_gbps = level.ns > 0 ? level.gbps_ns / level.ns : 0;
+    def_sum.read_gbps = def_level.ns > 0 ? def_level.gbps_ns / def_level.ns : 0;
     row->cost = sum;
     row->in_turn = sum.in_turn; /* measured so now, or in a run before */
     if (def_k) {
@@ -501,7 +514,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     record_shape(dev, &s, def_k, r);
     memcpy(r->tunables[0], fe_kernel_design(def_k)->tunables, sizeof r->tunables[0]);
     if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
-    st = price(&s, def_k, NULL, &b, cache, &o, row, NULL, r, err);
+    st = price(dev, &s, def_k, NULL, &b, cache, &o, row, NULL, r, err);
 
     plan *settings = st == FE_OK ? fe_malloc(FE_TUNE_MAX_ROWS * sizeof *settings) : NULL;
     if (st == FE_OK && !settings) st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
@@ -539,7 +552,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
         fe_tune_options so = o; /* a setting's attempts (the default keeps its own) */
         if (o.setting_attempts > 0 && !in_turn) so.attempts = o.setting_attempts;
         if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
-            st = price(&s, k, in_turn ? def_k : NULL, &b, cache, &so, row, &r->rows[0], r, err);
+            st = price(dev, &s, k, in_turn ? def_k : NULL, &b, cache, &so, row, &r->rows[0], r, err);
         fe_kernel_destroy(k);
         k = NULL;
     }
@@ -611,8 +624,8 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
     }
     if (st == FE_OK) {
         char why[200];
-        r->dispatch = fe_tune_probe(run_empty, dev, fe_device_get_info(dev)->n_workers, &o,
-                                    why, sizeof why);
+        r->dispatch = fe_tune_probe(run_empty, dev, fe_device_get_info(dev)->n_workers, NULL,
+                                    &o, why, sizeof why);
     }
     fe_cost_cache_close(cache);
     if (st != FE_OK) {
