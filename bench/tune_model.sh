@@ -21,6 +21,6 @@ for run in cold warm; do
     t0=$(date +%s.%N)
     FERRUM_CACHE_HOME=$CACHE "$FERRUM" tune "${ARGS[@]}" > "$CACHE/$run.out" 2> "$CACHE/$run.err"
     t1=$(date +%s.%N)
-    grep -E '^(device|model|cost table|unfolded):|modelled|in turn|measured slower' "$CACHE/$run.out"
+    grep -E '^(device|model|cost table|unfolded|read level):|modelled|in turn|measured slower' "$CACHE/$run.out"
     echo "$run: $(echo "$t1 - $t0" | bc) s wall"
 done
