@@ -75,8 +75,9 @@ FE_API void fe_device_dispatch_timed(fe_device *dev, const fe_step *steps, int n
                                      uint64_t *step_ns);
 
 /* The memory's read rate now, GB/s (1e9 bytes a second): the best of `passes` passes in
- * which every worker sums its share of a buffer of four L3s (256 MiB to 1 GiB), made on
- * first use and kept until fe_device_destroy; 0 when it cannot be had. A gauge, not a roof:
+ * which every worker sums its share of the next quarter of a buffer of four L3s (256 MiB to
+ * 1 GiB, so a pass reads what three L3s of reads have passed since), made on first use and
+ * kept until fe_device_destroy; 0 when it cannot be had. A gauge, not a roof:
  * its figure is compared with its own at another moment (a tuner reads it beside each
  * figure it takes, so that figures taken minutes apart, on a host whose memory level
  * drifts, can be priced at one level). One dispatch a pass. */
