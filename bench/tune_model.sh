@@ -8,6 +8,7 @@
 # usage: bench/tune_model.sh [FERRUM] [MODEL ARGS...]
 #   default: build/ferrum smollm2-135m --random-weights 1
 #   e.g.     bench/tune_model.sh build/ferrum llama-3.2-1b --random-weights 1
+# KEEP=DIR: the runs' whole outputs (cold.out, warm.out, and their stderr) are copied there.
 set -euo pipefail
 FERRUM=${1:-build/ferrum}
 shift || true
@@ -23,4 +24,5 @@ for run in cold warm; do
     t1=$(date +%s.%N)
     grep -E '^(device|model|cost table|unfolded|read level):|modelled|in turn|measured slower' "$CACHE/$run.out"
     echo "$run: $(echo "$t1 - $t0" | bc) s wall"
+    if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$CACHE/$run.out" "$CACHE/$run.err" "$KEEP/"; fi
 done

@@ -59,7 +59,7 @@ typedef struct fe_cost_figure {
     bool in_turn;  /* measured in turn with the default's design, a run of each a round: its
                     * lead over the default is the one of the same stretch of time */
     /* the memory's read rate around the figure's runs (fe_device_read_gbps before and after
-     * them, the mean), GB/s; 0 where not read (a figure of an older cache, or a probe
+     * them, the higher), GB/s; 0 where not read (a figure of an older cache, or a probe
      * without the device's gauge). Narrowing prices figures at one read level
      * (fe_cost_table_at_level), so that figures taken minutes apart on a host whose memory
      * level drifts compare as if taken together. */

@@ -4,7 +4,8 @@
  * when the process got less CPU time than its workers would use over the wall time (another
  * process took a core): then it is measured again, up to the attempts allowed, and reported
  * unreliable rather than trusted. Given the device, each figure also gets the memory's read
- * rate around its runs (fe_device_read_gbps before and after, the mean). */
+ * rate around its runs (fe_device_read_gbps before and after, the higher: a pass another
+ * process interrupted reads low, and a level that held for the figure reads the same twice). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width, 
         double before = gauge ? fe_device_read_gbps(gauge, 1) : 0;
         measure(fn, ctx, nf, o, samples, out, &share);
         double after = gauge ? fe_device_read_gbps(gauge, 1) : 0;
-        double level = before > 0 && after > 0 ? (before + after) / 2 : fmax(before, after);
+        double level = fmax(before, after);
         for (int f = 0; f < nf; f++) {
             out[f].cpus = share;
             out[f].read_gbps = level;

@@ -79,8 +79,8 @@ fe_status fe_tune_buffers_save_outputs(const fe_op *op, const fe_tune_buffers *b
  * budget ends; refuses a figure whose spread passes max_spread or during which the process
  * got less CPU than `width` workers would use (another process ran), and measures again, up
  * to `attempts` figures. why says what the last refusal was ("" when reliable). gauge (may
- * be NULL): the device whose read rate is taken before and after the runs, the figure's
- * read_gbps (one pass each side: about 2 x 2 ms on a 2-worker Zen 4). */
+ * be NULL): the device whose read rate is taken before and after the runs, the higher of the
+ * two the figure's read_gbps (one pass each side: about 2 x 2 ms on a 2-worker Zen 4). */
 typedef void (*fe_probe_fn)(void *ctx);
 fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
                              const fe_tune_options *o, char *why, size_t why_n);
