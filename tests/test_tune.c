@@ -178,12 +178,13 @@ static void tune_lists_the_default_and_each_searched_value_not_the_held(void **s
 }
 
 /* Pairs of design tunables with small domains are searched together (GEMV rows_per_step x
- * prefetch: 3 x 7 combinations besides the default's row and column); WIDTH is searched
- * alone; the default stays row 0. */
+ * prefetch: 3 x 7 combinations besides the default's row and column; the row kernels, panel
+ * = 0 held); WIDTH is searched alone; the default stays row 0. Under panel = 1 (bf16's
+ * default) prefetch does nothing: those settings resolve to the design without it. */
 static void small_domains_are_searched_jointly(void **s) {
     (void)s;
-    fe_setting set[] = {{"N", 64}, {"K", 64}, {"B", 1}};
-    fe_tune_request req = {.op = "GEMV", .settings = set, .n_settings = 3};
+    fe_setting set[] = {{"N", 64}, {"K", 64}, {"B", 1}, {"panel", 0}};
+    fe_tune_request req = {.op = "GEMV", .settings = set, .n_settings = 4};
     fe_tune_options o = quick();
     fe_tune_result *r = NULL;
     fe_error err;
@@ -203,6 +204,13 @@ static void small_domains_are_searched_jointly(void **s) {
     assert_null(find_row(r, "rows_per_step=2 ")); /* the default's value is in no pair */
     /* int8_dot = 1 pairs resolve to their single setting's design, not measured again */
     assert_int_equal(find_row(r, "int8_dot=1 prefetch=0")->verdict, FE_TUNE_SAME_DESIGN);
+    fe_tune_result_destroy(r);
+    req.n_settings = 3; /* panel searched, 1 by default for bf16 */
+    assert_int_equal(fe_tune_op(test_dev, &req, &o, &r, &err), FE_OK);
+    assert_int_equal(find_row(r, "prefetch=0")->verdict, FE_TUNE_SAME_DESIGN);
+    assert_int_equal(find_row(r, "rows_per_step=8 prefetch=0")->verdict, FE_TUNE_SAME_DESIGN);
+    assert_int_equal(find_row(r, "batches_per_pass=1")->verdict, FE_TUNE_SAME_DESIGN);
+    assert_int_equal(find_row(r, "prefetch=0 panel=0")->verdict, FE_TUNE_CANDIDATE);
     fe_tune_result_destroy(r);
 }
 

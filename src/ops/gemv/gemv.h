@@ -46,6 +46,7 @@ enum { GEMV_EPI_NONE, GEMV_EPI_SILU, GEMV_EPI_SWIGLU, GEMV_EPI_RESIDUAL, GEMV_EP
 static inline bool fe_gemv_epi_gated(int epi) { return epi == GEMV_EPI_SWIGLU || epi == GEMV_EPI_GEGLU; }
 enum { GEMV_PRO_NONE, GEMV_PRO_RMSNORM };
 enum { GEMV_WIDTH, GEMV_RPS, GEMV_DOT8, GEMV_PF, GEMV_BPP, GEMV_PANEL }; /* tunables */
+enum { GEMV_PF_DEFAULT = 2048 }; /* prefetch's declared default, bytes */
 enum { GEMV_B, GEMV_N, GEMV_K, GEMV_G };                                /* extents */
 enum { GEMV_V_ROWS, GEMV_V_BATCHES };                                   /* per-call values */
 
