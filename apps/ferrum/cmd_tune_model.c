@@ -392,11 +392,11 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             "CPUs had: the process's CPU time over the wall time, less than the workers when "
             "it was descheduled):\n", LADDER);
     int workers = fe_device_get_info(dev)->n_workers;
-    print_calls(f, "defaults", n, fp, table, &req, a->skip_measure ? NULL : measured, cached, false,
-                workers);
+    print_calls(f, "defaults", n, fp, table, &req, a->skip_measure ? NULL : measured, cached,
+                false, workers);
     if (changed) {
-        print_calls(f, "tuned", n, fp, table, &req, a->skip_measure ? NULL : measured_tuned, cached, true,
-                    workers);
+        print_calls(f, "tuned", n, fp, table, &req, a->skip_measure ? NULL : measured_tuned,
+                    cached, true, workers);
         if (folds_changed)
             fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "
                     "them, plus what narrowing's settings change)\n");

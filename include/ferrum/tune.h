@@ -312,9 +312,9 @@ FE_API double fe_cost_table_read_level(const fe_cost_table *t, double *lo, doubl
 FE_API void fe_cost_table_at_level(fe_cost_table *t, double gbps);
 /* Call c's time `ns`, modelled from t's figures at t's level, moved to read level gbps (taken
  * at most 1.2 times t's): the part of the call's steps (their defaults) that memory bounds
- * scaled as fe_cost_table_at_level scales one figure, dispatch and barriers kept. What a call measured
- * at level gbps (its figure's read_gbps) is compared with. ns unchanged when either level is
- * unknown. */
+ * scaled as fe_cost_table_at_level scales one figure, dispatch and barriers kept. What a
+ * call measured at level gbps (its figure's read_gbps) is compared with. ns unchanged when
+ * either level is unknown. */
 FE_API double fe_cost_table_call_at_level(const fe_cost_table *t, int call, double ns,
                                           double gbps);
 

@@ -16,15 +16,15 @@
 static const size_t MIN_BYTES = (size_t)256 << 20, MAX_BYTES = (size_t)1 << 30;
 enum { LINE_WORDS = 8, SUMS = 64, QUARTERS = 4 };
 
-typedef struct gauge_job {
+struct fe_read_gauge_job {
     const uint64_t *buf;
     int64_t lines;
     bool fill;
     _Alignas(64) uint64_t sums[SUMS][LINE_WORDS]; /* per worker (mod SUMS): keeps the reads */
-} gauge_job;
+};
 
 static void gauge_step(void *ctx, int ith, int nth) {
-    gauge_job *j = ctx;
+    fe_read_gauge_job *j = ctx;
     int64_t lo, hi;
     fe_split(j->lines, ith, nth, 64, &lo, &hi); /* shares of 4 KiB pages */
     uint64_t *p = (uint64_t *)j->buf + lo * LINE_WORDS;
@@ -45,38 +45,38 @@ static void gauge_step(void *ctx, int ith, int nth) {
 
 double fe_read_gauge_run(fe_read_gauge *g, fe_pool *pool, size_t l3_bytes, int passes) {
     if (g->failed) return 0;
-    gauge_job *j = fe_aligned_alloc(64, sizeof *j);
-    if (!j) return 0;
-    int width = fe_pool_size(pool);
+    const int width = fe_pool_size(pool);
     if (!g->buf) {
         size_t bytes = 4 * l3_bytes < MIN_BYTES   ? MIN_BYTES
                      : 4 * l3_bytes > MAX_BYTES ? MAX_BYTES
                                                 : 4 * l3_bytes;
         g->buf = fe_pages_alloc_huge(bytes);
-        if (!g->buf) {
-            g->failed = true;
-            fe_free(j);
+        g->job = g->buf ? fe_aligned_alloc(64, sizeof *g->job) : NULL;
+        if (!g->job) {
+            fe_pages_free(g->buf, bytes);
+            *g = (fe_read_gauge){.failed = true};
             return 0;
         }
         g->bytes = bytes;
-        *j = (gauge_job){.buf = g->buf, .lines = (int64_t)(bytes / 64), .fill = true};
-        fe_pool_run(pool, &(fe_step){gauge_step, j, width}, 1, NULL);
+        *g->job = (fe_read_gauge_job){.buf = g->buf, .lines = (int64_t)(bytes / 64), .fill = true};
+        fe_pool_run(pool, &(fe_step){gauge_step, g->job, width}, 1, NULL);
     }
+    fe_read_gauge_job *j = g->job;
     const size_t quarter = g->bytes / QUARTERS; /* an L3 or more: whole lines */
     double best = 0;
     for (int p = 0; p < (passes > 0 ? passes : 1); p++) {
-        *j = (gauge_job){.buf = g->buf + (g->next++ % QUARTERS) * (quarter / sizeof *g->buf),
-                         .lines = (int64_t)(quarter / 64)};
+        const uint64_t *from = g->buf + (g->next++ % QUARTERS) * (quarter / sizeof *g->buf);
+        *j = (fe_read_gauge_job){.buf = from, .lines = (int64_t)(quarter / 64)};
         uint64_t t0 = fe_time_ns();
         fe_pool_run(pool, &(fe_step){gauge_step, j, width}, 1, NULL);
         double ns = (double)(fe_time_ns() - t0);
         if (ns > 0 && (double)quarter / ns > best) best = (double)quarter / ns;
     }
-    fe_free(j);
     return best;
 }
 
 void fe_read_gauge_free(fe_read_gauge *g) {
     if (g->buf) fe_pages_free(g->buf, g->bytes);
+    fe_free(g->job);
     *g = (fe_read_gauge){0};
 }

@@ -9,11 +9,14 @@
 
 #include "device/cpu/pool.h"
 
+typedef struct fe_read_gauge_job fe_read_gauge_job; /* a pass's step context (read_gauge.c) */
+
 typedef struct fe_read_gauge {
-    uint64_t *buf; /* NULL until first use */
+    uint64_t *buf;          /* NULL until first use */
     size_t bytes;
-    unsigned next; /* the quarter the next pass reads */
-    bool failed;   /* the buffer could not be had: the gauge reads 0 from then on */
+    fe_read_gauge_job *job; /* made with buf */
+    unsigned next;          /* the quarter the next pass reads */
+    bool failed;            /* the buffer could not be had: the gauge reads 0 from then on */
 } fe_read_gauge;
 
 /* The best of `passes` passes, each over the next quarter of the buffer (made on first use:

@@ -552,7 +552,8 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
         fe_tune_options so = o; /* a setting's attempts (the default keeps its own) */
         if (o.setting_attempts > 0 && !in_turn) so.attempts = o.setting_attempts;
         if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
-            st = price(dev, &s, k, in_turn ? def_k : NULL, &b, cache, &so, row, &r->rows[0], r, err);
+            st = price(dev, &s, k, in_turn ? def_k : NULL, &b, cache, &so, row, &r->rows[0], r,
+                       err);
         fe_kernel_destroy(k);
         k = NULL;
     }
