@@ -58,15 +58,16 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[MHA_ROWS] = c->params[MHA_P_CAUSAL] == 0 || c->ext[MHA_SQ] >= FE_MHA_LANES;
         c->tunable_set[MHA_ROWS] = true;
     }
-    /* kv_split: a decode step (one row block) has one item per kv head, which leaves
-     * workers idle wherever the workers do not divide the kv heads (SmolLM2's 3 on 2, a
-     * Gemma 3's 1): segments of the keys split the work evenly. One decode MHA step of
-     * SmolLM2's shape (9 / 3 heads, D 64, 1024 keys), 2 workers of the Zen 4, five runs
-     * alternated: 109-119 us against 130-172 by kv head (1.35x the median pair); its decode
-     * from position 128 to 896 (bench/decode_kv_split.sh): 1.05x, Gemma 3 270M's 1.06x.
-     * Where the heads divide evenly the segments gain nothing and cost the combine
-     * (the Llama 3.2 1B shape's, 32 / 8: its decode MHA 3.0 ms by head against 3.1-3.4 split),
-     * so there it stays 0, and the step's bytes stay those of before. */
+    /* kv_split: a decode step (one row block) has one item per kv head, which reads that
+     * head's slice of every key row (a stride of the whole row apart, as the memory serves
+     * it worst) and leaves workers idle wherever they do not divide the kv heads (SmolLM2's
+     * 3 on 2, a Gemma 3's 1). Segments of the keys read whole rows front to back, the next
+     * block fetched ahead, and split the work evenly. One decode MHA step of the Llama 3.2
+     * 1B shape (32 / 8 heads, D 64), 2 workers of the Zen 4, `ferrum tune MHA
+     * case=llama1b_4k causal=1 --value kv_valid=K` alternated three times: 4000 keys
+     * 939-1161 us split against 1512-1650 by kv head, 1024 keys 101-180 against 178-244;
+     * 128 keys 15-16 against 10-15 (the combine and its barrier). SmolLM2's shape at 4000
+     * keys, split: 305-374 us with the fetch ahead against 409-623 without. */
     const int64_t bq = c->tunable_set[MHA_BQ] ? c->tunables[MHA_BQ] : c->op->tunables[MHA_BQ].def;
     /* a given kv_split that cannot apply is 0, the design it runs: one segment is no cut,
      * and a step of several row blocks (a prefill chunk) has items enough; so the tuner
@@ -78,7 +79,7 @@ static void resolve(fe_op_ctx *c) {
         const int64_t w = c->tunable_set[MHA_WIDTH] ? c->tunables[MHA_WIDTH] : c->dev->n_workers;
         c->tunables[MHA_SPLIT] =
             c->ext[MHA_SQ] <= bq && one_row
-                ? fe_mha_split_default(&c->op->tunables[MHA_SPLIT].domain, c->operands[1].shape[1], w)
+                ? fe_mha_split_default(&c->op->tunables[MHA_SPLIT].domain, w)
                 : 0;
         c->tunable_set[MHA_SPLIT] = true;
     }

@@ -116,12 +116,15 @@ static inline fe_design fe_slot_mha_item_design(const fe_design *d) {
     {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2, 3, 4, 6, 8, 16}, .n_choices = 8}
 
 /* kv_split's default for a step of one row block on the one-row path (MHA's decode step,
- * every SlotMHA row), from its domain (dom), the kv heads and the workers w: the fewest
- * segments, at least w, where the workers do not divide the kv heads (items by kv head would
- * leave some idle), else 0. MHA and SlotMHA resolve it alike, so a SlotMHA row keeps the
- * bytes of the MHA step of that row alone. */
-static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t hkv, int64_t w) {
-    if (w <= 1 || hkv % w == 0) return 0;
+ * every SlotMHA row), from its domain (dom) and the workers w: the fewest segments, at least
+ * w, on more than one worker, else 0. A segment reads its keys' rows whole, every kv head
+ * side by side, front to back with the next block fetched ahead (kernels.inc's mha_segment);
+ * items by kv head read each head's slice of every row, one stride of the row apart, which
+ * the memory serves at a fraction of its rate, and leave workers idle where they do not
+ * divide the kv heads. MHA and SlotMHA resolve it alike, so a SlotMHA row keeps the bytes of
+ * the MHA step of that row alone. */
+static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t w) {
+    if (w <= 1) return 0;
     int64_t s = dom->choices[dom->n_choices - 1];
     for (int i = dom->n_choices - 1; i >= 0 && dom->choices[i] >= w; i--) s = dom->choices[i];
     return s;

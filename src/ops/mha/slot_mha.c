@@ -48,8 +48,7 @@ static void resolve(fe_op_ctx *c) {
         return;
     }
     const int64_t w = c->tunable_set[SLOT_WIDTH] ? c->tunables[SLOT_WIDTH] : c->dev->n_workers;
-    c->tunables[SLOT_SPLIT] = fe_mha_split_default(&c->op->tunables[SLOT_SPLIT].domain,
-                                                   c->operands[SLOT_KV].shape[2], w);
+    c->tunables[SLOT_SPLIT] = fe_mha_split_default(&c->op->tunables[SLOT_SPLIT].domain, w);
     c->tunable_set[SLOT_SPLIT] = true;
 }
 
