@@ -15,8 +15,12 @@
 # pays for the first touch of the mapped weights.
 # On a shared host, where wall-clock rates swing, bench/peers_cpu_time.py compares CPU time.
 #
+# DEPTH=N: the decode only, 64 tokens after N in the cache (a long prompt, a chat history):
+# llama.cpp's `-d N`, ik_llama.cpp's `-gp N,64`, ferrum's prompt of N tokens. The peers keep
+# K and V in f16 by default, ferrum in f32 (twice the bytes a key).
+#
 #   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \
-#   [LLAMA_BENCH_AVX2=/path/llama-bench IK_LLAMA_BENCH_AVX2=/path/llama-bench] \
+#   [LLAMA_BENCH_AVX2=/path/llama-bench IK_LLAMA_BENCH_AVX2=/path/llama-bench] [DEPTH=N] \
 #     bench/peers_llama_bench.sh MODEL.gguf [ROUNDS (default 3)] [FERRUM (default build/ferrum)]
 set -euo pipefail
 
@@ -29,13 +33,23 @@ ferrum=${3:-build/ferrum}
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 
-# peer NAME BINARY ARGS...: appends "NAME pp TOKS" and "NAME tg TOKS" (llama-bench's avg_ts)
+depth=${DEPTH:-0}
+case $depth in ''|*[!0-9]*) echo "peers_llama_bench: DEPTH must be a whole number" >&2; exit 2 ;; esac
+
+# peer NAME BINARY ARGS...: appends "NAME pp TOKS" and "NAME tg TOKS" (llama-bench's avg_ts);
+# with DEPTH, only "NAME tg TOKS" at that depth (ik_llama.cpp's -gp, llama.cpp's -d)
 peer() {
-  local name=$1 bin=$2; shift 2
-  "$bin" -m "$model" -p 512 -n 64 -t 2 -r 3 -o csv "$@" 2>/dev/null | python3 -c '
+  local name=$1 bin=$2 tests=(-p 512 -n 64); shift 2
+  if [ "$depth" -gt 0 ]; then
+    case $name in
+      ik*) tests=(-p 0 -n 0 -gp "$depth,64") ;;
+      *) tests=(-p 0 -n 64 -d "$depth") ;;
+    esac
+  fi
+  "$bin" -m "$model" "${tests[@]}" -t 2 -r 3 -o csv "$@" 2>/dev/null | python3 -c '
 import csv, sys
 for r in csv.DictReader(sys.stdin):
-    kind = "pp" if int(r["n_prompt"]) > 0 else "tg"
+    kind = "tg" if int(r["n_gen"]) > 0 else "pp"
     print(sys.argv[1], kind, r["avg_ts"])' "$name" >> "$rows"
 }
 
@@ -46,6 +60,16 @@ for r in csv.DictReader(sys.stdin):
 # llama-bench's tg64 never does.)
 ours() {
   local pre dec
+  if [ "$depth" -gt 0 ]; then
+    dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len "$depth" -n 65 2>&1 >/dev/null)
+    printf '%s\n' "$dec" | python3 -c '
+import re, sys
+s = sys.stdin.read()
+d = re.search(r"more in [0-9.]+ s \(([0-9.]+) tok/s\)", s)
+if not d: sys.exit("peers_llama_bench: no summary from ferrum:\n" + s[-2000:])
+print(sys.argv[1], "tg", d.group(1))' "ferrum-$1" >> "$rows"
+    return
+  fi
   pre=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 1 --max-seq-len 1024 2>&1 >/dev/null)
   dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 1 -n 65 --max-seq-len 1024 2>&1 >/dev/null)
   printf '%s\n%s\n' "$pre" "$dec" | python3 -c '
@@ -72,7 +96,7 @@ for r in $(seq "$rounds"); do
   [ "$isa" != avx2 ] && ours avx512   # an AVX2-only CPU has no AVX-512 row
   ours avx2
 done
-python3 - "$rows" <<'PY'
+python3 - "$rows" "$depth" <<'PY'
 import statistics, sys
 fig = {}
 for line in open(sys.argv[1]):
@@ -81,7 +105,9 @@ for line in open(sys.argv[1]):
 names = []
 for (n, _) in fig:
     if n not in names: names.append(n)
-print("%-14s %24s %24s" % ("", "prefill 512 tok/s", "decode 64 tok/s"))
+depth = int(sys.argv[2])
+print("%-14s %24s %24s" % ("", "prefill 512 tok/s", "decode 64 tok/s" if not depth else
+                           "decode 64 at %d tok/s" % depth))
 med = {}
 for n in names:
     cells = []
@@ -91,9 +117,11 @@ for n in names:
         cells.append("%8.1f (%s)" % (med[n, k], " ".join("%.0f" % x for x in v)) if v else "-")
     print("%-14s %24s %24s" % (n, cells[0], cells[1]))
 for ours in ("ferrum-avx512", "ferrum-avx2"):
-    if (ours, "pp") not in med: continue
+    if (ours, "tg") not in med: continue
     for peer in ("llama.cpp", "ik_llama.cpp", "llama.cpp-avx2", "ik_llama.cpp-avx2"):
-        if (peer, "pp") in med and med[peer, "pp"]:
+        if depth and med.get((ours, "tg")) and med.get((peer, "tg")):
+            print("%s / %s: decode at %d %.2fx" % (ours, peer, depth, med[ours, "tg"] / med[peer, "tg"]))
+        elif (peer, "pp") in med and med[peer, "pp"]:
             print("%s / %s: prefill %.2fx, decode %.2fx" % (ours, peer, med[ours, "pp"] / med[peer, "pp"],
                                                          med[ours, "tg"] / med[peer, "tg"]))
 PY
