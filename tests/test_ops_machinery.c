@@ -2,7 +2,9 @@
  * site > profile > resolve(dev) > default), the most specific profile entry wins, malformed
  * profiles are refused with a message naming the place, unknown operators and wrong operand
  * counts are refused, a CHOICE param given by name resolves to its option's index (and a
- * name it does not declare is refused, listing the ones it does), and the N-th allocation
+ * name it does not declare is refused, listing the ones it does), MHA's resolve cuts a
+ * decode step's keys into as many segments as workers (whether or not they divide the kv
+ * heads) and leaves a prefill chunk and one worker uncut, and the N-th allocation
  * failing anywhere on one operator's create-run-destroy path returns FE_E_NOMEM without a
  * crash or a leak. */
 #include <setjmp.h>
@@ -83,6 +85,36 @@ static void most_specific_profile_entry_wins(void **s) {
     fe_kernel_destroy(k);
     fe_profile_destroy(p);
     fe_device_destroy(dev);
+}
+
+/* MHA over q (sq, hq, 64) and a cache of 1024 rows of hkv heads on `workers`: its kv_split */
+static int64_t mha_split(int workers, int64_t sq, int64_t hq, int64_t hkv) {
+    fe_device_options o = {.n_workers = workers, .max_isa = -1, .pin = false};
+    fe_device *dev = NULL;
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    int64_t qs[3] = {sq, hq, 64}, ks[3] = {1024, hkv, 64};
+    fe_tensor ops[4] = {fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, qs),
+                        fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, ks),
+                        fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, ks),
+                        fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, qs)};
+    fe_op_request req = {.op = "MHA", .operands = ops, .n_operands = 4};
+    fe_kernel *k = NULL;
+    fe_error err;
+    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("create: %s", err.message);
+    const int64_t split = fe_kernel_tunable(k, "kv_split");
+    fe_kernel_destroy(k);
+    fe_device_destroy(dev);
+    return split;
+}
+
+static void a_decode_mha_step_cuts_its_keys_by_the_workers(void **s) {
+    (void)s;
+    assert_int_equal(mha_split(2, 1, 32, 8), 2); /* the Llama 3.2 1B shape: 8 kv heads on 2 */
+    assert_int_equal(mha_split(2, 1, 9, 3), 2);  /* SmolLM2's: 3 on 2 */
+    assert_int_equal(mha_split(3, 1, 32, 8), 3);
+    assert_int_equal(mha_split(5, 1, 32, 8), 6); /* the next choice up */
+    assert_int_equal(mha_split(1, 1, 32, 8), 0); /* one worker: no cut */
+    assert_int_equal(mha_split(2, 64, 32, 8), 0); /* a prefill chunk: items enough */
 }
 
 static void malformed_profiles_are_refused(void **s) {
@@ -268,6 +300,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tunables_follow_precedence),
         cmocka_unit_test(most_specific_profile_entry_wins),
+        cmocka_unit_test(a_decode_mha_step_cuts_its_keys_by_the_workers),
         cmocka_unit_test(malformed_profiles_are_refused),
         cmocka_unit_test(requests_are_checked),
         cmocka_unit_test(choices_are_given_by_name),

@@ -61,13 +61,13 @@ static void resolve(fe_op_ctx *c) {
     /* kv_split: a decode step (one row block) has one item per kv head, which reads that
      * head's slice of every key row (a stride of the whole row apart, as the memory serves
      * it worst) and leaves workers idle wherever they do not divide the kv heads (SmolLM2's
-     * 3 on 2, a Gemma 3's 1). Segments of the keys read whole rows front to back, the next
-     * block fetched ahead, and split the work evenly. One decode MHA step of the Llama 3.2
-     * 1B shape (32 / 8 heads, D 64), 2 workers of the Zen 4, `ferrum tune MHA
-     * case=llama1b_4k causal=1 --value kv_valid=K` alternated three times: 4000 keys
-     * 939-1161 us split against 1512-1650 by kv head, 1024 keys 101-180 against 178-244;
-     * 128 keys 15-16 against 10-15 (the combine and its barrier). SmolLM2's shape at 4000
-     * keys, split: 305-374 us with the fetch ahead against 409-623 without. */
+     * 3 on 2, a Gemma 3's 1). Segments of the keys split the work evenly and walk them block
+     * by block, the next block's whole rows fetched ahead. One decode MHA step of the Llama
+     * 3.2 1B shape (32 / 8 heads, D 64), 2 workers of the Zen 4, `ferrum tune MHA
+     * case=llama1b_4k causal=1 --value kv_valid=K`, alternated 3-4 times: 4000 keys 829-866
+     * us split against 1512-1650 by kv head, 1024 keys 87-108 against 178-244; 128 keys
+     * 15-16 against 10-16 (the combine and its barrier). SmolLM2's shape at 4000 keys, split:
+     * 274-342 us with the fetch ahead against 310-623 without. */
     const int64_t bq = c->tunable_set[MHA_BQ] ? c->tunables[MHA_BQ] : c->op->tunables[MHA_BQ].def;
     /* a given kv_split that cannot apply is 0, the design it runs: one segment is no cut,
      * and a step of several row blocks (a prefill chunk) has items enough; so the tuner
