@@ -59,27 +59,21 @@ for r in csv.DictReader(sys.stdin):
 # (Decoding after the 512-token prompt instead would add the attention over 512+ rows that
 # llama-bench's tg64 never does.)
 ours() {
-  local pre dec
+  local pre="" dec
   if [ "$depth" -gt 0 ]; then
     dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len "$depth" -n 65 2>&1 >/dev/null)
-    printf '%s\n' "$dec" | python3 -c '
-import re, sys
-s = sys.stdin.read()
-d = re.search(r"more in [0-9.]+ s \(([0-9.]+) tok/s\)", s)
-if not d: sys.exit("peers_llama_bench: no summary from ferrum:\n" + s[-2000:])
-print(sys.argv[1], "tg", d.group(1))' "ferrum-$1" >> "$rows"
-    return
+  else
+    pre=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 1 --max-seq-len 1024 2>&1 >/dev/null)
+    dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 1 -n 65 --max-seq-len 1024 2>&1 >/dev/null)
   fi
-  pre=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 1 --max-seq-len 1024 2>&1 >/dev/null)
-  dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 1 -n 65 --max-seq-len 1024 2>&1 >/dev/null)
-  printf '%s\n%s\n' "$pre" "$dec" | python3 -c '
+  python3 -c '
 import re, sys
-s = sys.stdin.read()
-p = re.search(r"prompt (\d+) tokens in ([0-9.]+) s", s)
-d = re.search(r"more in [0-9.]+ s \(([0-9.]+) tok/s\)", s)
-if not (p and d): sys.exit("peers_llama_bench: no summary from ferrum:\n" + s[-2000:])
-print(sys.argv[1], "pp", int(p.group(1)) / float(p.group(2)))
-print(sys.argv[1], "tg", d.group(1))' "ferrum-$1" >> "$rows"
+name, pre, dec = sys.argv[1:4]
+p = re.search(r"prompt (\d+) tokens in ([0-9.]+) s", pre) if pre else None
+d = re.search(r"more in [0-9.]+ s \(([0-9.]+) tok/s\)", dec)
+if not d or (pre and not p): sys.exit("peers_llama_bench: no summary from ferrum:\n" + (pre + dec)[-2000:])
+if p: print(name, "pp", int(p.group(1)) / float(p.group(2)))
+print(name, "tg", d.group(1))' "ferrum-$1" "$pre" "$dec" >> "$rows"
 }
 
 isa=avx2

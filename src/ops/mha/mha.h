@@ -117,12 +117,9 @@ static inline fe_design fe_slot_mha_item_design(const fe_design *d) {
 
 /* kv_split's default for a step of one row block on the one-row path (MHA's decode step,
  * every SlotMHA row), from its domain (dom) and the workers w: the fewest segments, at least
- * w, on more than one worker, else 0. A segment walks its keys block by block, every kv
- * head in turn, the next block's whole rows fetched ahead (kernels.inc's mha_segment); items
- * by kv head read each head's slice of every row, one stride of the row apart, which the
- * memory serves at a fraction of its rate, and leave workers idle where they do not divide
- * the kv heads. MHA and SlotMHA resolve it alike, so a SlotMHA row keeps the bytes of
- * the MHA step of that row alone. */
+ * w, on more than one worker, else 0 (why and what it measured: mha.c's resolve). MHA and
+ * SlotMHA resolve it alike, so a SlotMHA row keeps the bytes of the MHA step of that row
+ * alone. */
 static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t w) {
     if (w <= 1) return 0;
     int64_t s = dom->choices[dom->n_choices - 1];
