@@ -207,7 +207,8 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
     char *argv[] = {"generate", "-m", "x.gguf", "-p", "hi", "-n", "-1", "-t", "1", "-s", "7",
                     "-c", "512", "--stop=</s>", "--stop", "END", "--min-p=0.05",
                     "--repeat-penalty", "1.1", "--repeat-last-n", "-1", "--presence-penalty",
-                    "0.5", "--frequency-penalty=-0.5", "--json", "--top-k=40", "--decode-dot=f32"};
+                    "0.5", "--frequency-penalty=-0.5", "--json", "--top-k=40", "--decode-dot=f32",
+                    "--cache-type", "f16"};
     int argc = (int)(sizeof argv / sizeof argv[0]);
     assert_int_equal(fe_generate_parse(argc, argv, &a, &help, stderr), 0);
     assert_false(help);
@@ -226,6 +227,7 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
     assert_true(sp->presence_penalty == 0.5 && sp->frequency_penalty == -0.5);
     assert_true(a.json);
     assert_int_equal(a.sampling.top_k, 40);
+    assert_int_equal(a.cache_type, FE_LM_CACHE_F16);
     gen_args_deinit(&a);
     /* defaults: no seed given, penalties off, 64 tokens; after --, "-odd" is the MODEL */
     char *argv2[] = {"generate", "--", "-odd"};
@@ -235,6 +237,7 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
     assert_true(sp->repeat_penalty == 1 && sp->presence_penalty == 0 && sp->frequency_penalty == 0);
     assert_int_equal(a.num_tokens, 64);
     assert_int_equal(a.n_stop, 0);
+    assert_int_equal(a.cache_type, FE_LM_CACHE_F32);
     assert_null(a.prompt);
     assert_null(a.prompt_text);
     gen_args_deinit(&a);
@@ -243,6 +246,10 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
     expect_usage_error("--stop is given more than 8 times");
     RUN("generate", "-m", "a.gguf", "b.gguf");
     expect_usage_error("a second MODEL");
+    RUN("generate", "m.gguf", "--cache-type", "q8_0");
+    expect_usage_error("--cache-type");
+    assert_non_null(strstr(res.err, "f32"));
+    assert_non_null(strstr(res.err, "f16"));
 }
 
 static void help_lists_every_range_and_default(void **s) {
@@ -255,6 +262,7 @@ static void help_lists_every_range_and_default(void **s) {
                           "-m, --model MODEL", "--stop STR", "(repeatable,", "at most 8 times",
                           "--min-p P", "[-2, 2]", "(0, 1]", "--json", "--dtype bf16|f32",
                           "default bf16", "--decode-dot int8|f32", "--prefill-dot bf16|f32|int8",
+                          "--cache-type f32|f16",
                           "--random-weights SEED", "--write-safetensors DIR", "--chunk N",
                           "1..65536", "--check-determinism N", "--profile", "-h, --help"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)

@@ -517,6 +517,24 @@ static void bad_input_is_answered_not_crashed(void **st) {
     assert_null(big);
     assert_non_null(strstr(err.message, "exceeds the model's context"));
     assert_int_equal(fe_lm_session_create(NULL, NULL, &big, &err), FE_E_INVALID);
+    /* a cache type that is neither f32 nor f16; then f16 runs, in half the bytes */
+    so = fe_lm_session_options_default();
+    so.cache_type = (fe_lm_cache_type)7;
+    assert_int_equal(fe_lm_session_create(model, &so, &big, &err), FE_E_INVALID);
+    assert_null(big);
+    assert_non_null(strstr(err.message, "cache_type 7"));
+    fe_lm_session *s32 = session(64, 0);
+    so.cache_type = FE_LM_CACHE_F16;
+    so.max_seq_len = 64;
+    so.prefill_dot = FE_LM_PREFILL_DOT_F32;
+    if (fe_lm_session_create(model, &so, &big, &err) != FE_OK) fail_msg("%s", err.message);
+    assert_int_equal(fe_lm_session_kv_bytes(big) * 2, fe_lm_session_kv_bytes(s32));
+    stop = no_stop_tokens(4);
+    fe_lm_generate_result r16;
+    assert_int_equal(fe_lm_session_generate(big, ids, 3, NULL, &stop, NULL, NULL, &r16), FE_OK);
+    assert_int_equal(r16.generated_tokens, 4);
+    fe_lm_session_destroy(big);
+    fe_lm_session_destroy(s32);
     /* text calls */
     int32_t *out;
     size_t n;

@@ -113,8 +113,10 @@ static int keep_step(void *user, int32_t tok, const float *logits) {
     return 0;
 }
 
-static fe_causal *causal(const fe_llama_weights *w, fe_body_form body, int prefill_dot) {
+static fe_causal *causal(const fe_llama_weights *w, fe_body_form body, int prefill_dot,
+                         fe_dtype kv) {
     fe_causal_options o = fe_causal_options_default();
+    o.kv_dtype = kv;
     o.max_seq_len = 64;
     o.chunk = CHUNK;
     o.prefill_dot = prefill_dot;
@@ -142,14 +144,14 @@ static run run_causal(fe_causal *m, int64_t V) {
 
 static void free_run(run *r) { free(r->prompt), free(r->steps); }
 
-/* The hand-fused, folded and unfolded graphs of one model: the first two equal, the third
- * close with the same greedy tokens. */
-static void causal_three_ways(const char *what, const fe_llama_weights *w, int prefill_dot,
-                              double tol) {
+/* The hand-fused, folded and unfolded graphs of one model (KV cache in kv): the first two
+ * equal, the third close with the same greedy tokens. */
+static void causal_three_ways_kv(const char *what, const fe_llama_weights *w, int prefill_dot,
+                                 double tol, fe_dtype kv) {
     int64_t V = w->cfg.vocab;
-    fe_causal *hand = causal(w, FE_BODY_HAND_FUSED, prefill_dot);
-    fe_causal *folded = causal(w, FE_BODY_FOLD_ALL, prefill_dot);
-    fe_causal *plain = causal(w, FE_BODY_FOLD_NONE, prefill_dot);
+    fe_causal *hand = causal(w, FE_BODY_HAND_FUSED, prefill_dot, kv);
+    fe_causal *folded = causal(w, FE_BODY_FOLD_ALL, prefill_dot, kv);
+    fe_causal *plain = causal(w, FE_BODY_FOLD_NONE, prefill_dot, kv);
     int n = expect_same_steps(what, fe_causal_graph(hand), fe_causal_graph(folded));
     int n_plain = all_steps(fe_causal_graph(plain));
     print_message("%s: %d steps fused by hand = plain and folded (%d unfolded)\n", what, n, n_plain);
@@ -165,6 +167,11 @@ static void causal_three_ways(const char *what, const fe_llama_weights *w, int p
     assert_memory_equal(a.tokens, c.tokens, sizeof a.tokens);
     free_run(&a), free_run(&b), free_run(&c);
     fe_causal_destroy(hand), fe_causal_destroy(folded), fe_causal_destroy(plain);
+}
+
+static void causal_three_ways(const char *what, const fe_llama_weights *w, int prefill_dot,
+                              double tol) {
+    causal_three_ways_kv(what, w, prefill_dot, tol, FE_DTYPE_F32);
 }
 
 /* The layer matrices of f32 weights w encoded as q8_0 blocks into *q (w's other tensors
@@ -210,6 +217,9 @@ static void llama_folded_is_the_hand_fused_graph(void **s) {
         fe_error err = {0};
         if (fe_llama_weights_random(&c, cases[i].dt, 7, &w, &err) != FE_OK) fail_msg("%s", err.message);
         causal_three_ways(cases[i].what, &w, cases[i].dot, cases[i].tol);
+        if (i == 0) /* the KV cache in f16: its Convert steps stay steps (no fold takes them) */
+            causal_three_ways_kv("tiny llama, f32, f16 KV cache", &w, cases[i].dot, cases[i].tol,
+                                 FE_DTYPE_F16);
         fe_llama_weights_free(&w);
     }
     /* q8_0 layer matrices: int8 activations in the decode GEMVs and the prompt's GEMMs */

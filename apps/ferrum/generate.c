@@ -123,6 +123,7 @@ static int make_session(gen_run *r) {
     so.chunk = a->chunk;
     so.prefill_dot = a->prefill_dot;
     so.decode_dot = a->decode_dot;
+    so.cache_type = a->cache_type;
     so.each_step = a->each_step;
     so.verbose = a->verbose;
     so.profiling = a->profile;

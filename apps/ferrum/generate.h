@@ -37,6 +37,7 @@ typedef struct gen_args {
                          most likely tokens'; -1: none */
     fe_lm_prefill_dot prefill_dot;
     fe_lm_decode_dot decode_dot;
+    fe_lm_cache_type cache_type;
 } gen_args;
 
 void gen_args_deinit(gen_args *a);

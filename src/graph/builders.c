@@ -124,13 +124,15 @@ static void carry_bounds(const fe_trace *t, const fe_tstep *st, fe_view *out) {
 
 /* Output operand i (shape and dtype in c): the view dst when it is the first output and dst
  * is given (it must match; an output shape_out leaves at rank 0, a cache the op writes rows
- * of, takes dst's shape, which the op's infer checks at compile), else a new scratch buffer. */
+ * of, takes dst's shape, which the op's infer checks at compile; one it leaves at rank 0 and
+ * dtype FE_DTYPE_COUNT, Convert's, takes dst's dtype as well), else a new scratch buffer. */
 static bool place_output(fe_trace *t, fe_tstep *st, const fe_op_ctx *c, int i, int dst) {
     const fe_tensor *o = &c->operands[i];
     if (dst) {
         const fe_view *dv = fe_trace_view(t, (fe_h){dst});
         bool any = o->rank == 0; /* shaped by its destination */
-        bool same = dv && (any || dv->rank == o->rank) && dv->dtype == o->dtype;
+        bool any_dtype = any && o->dtype == FE_DTYPE_COUNT;
+        bool same = dv && (any || dv->rank == o->rank) && (any_dtype || dv->dtype == o->dtype);
         for (int d = 0; same && !any && d < o->rank; d++) same = dv->shape[d] == o->shape[d];
         if (!same) {
             fe_trace_fail(t, FE_E_SHAPE, "%s: its output does not fit the view it is written "

@@ -33,8 +33,9 @@ const float *fe_lm_session_token_logits(const fe_lm_session *s) { return s ? s->
 size_t fe_lm_session_kv_bytes(const fe_lm_session *s) {
     if (!s) return 0;
     const fe_lm_config *c = &s->m->cfg;
-    /* per layer a K and a V cache of (max_seq_len, n_kv_heads, head_dim) f32 */
-    return (size_t)(2 * c->n_layers * fe_causal_max_seq_len(s->c) * c->n_kv_heads * c->head_dim) * sizeof(float);
+    /* per layer a K and a V cache of (max_seq_len, n_kv_heads, head_dim), f32 or f16 */
+    const size_t es = s->o.cache_type == FE_LM_CACHE_F16 ? 2 : 4;
+    return (size_t)(2 * c->n_layers * fe_causal_max_seq_len(s->c) * c->n_kv_heads * c->head_dim) * es;
 }
 
 fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts,
@@ -45,6 +46,9 @@ fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts
     if (o.max_seq_len < 0 || o.chunk < 0)
         return fe_error_set(err, FE_E_INVALID, "session: max_seq_len %lld, chunk %lld; give 0 "
                             "(the default) or more", (long long)o.max_seq_len, (long long)o.chunk);
+    if (o.cache_type != FE_LM_CACHE_F32 && o.cache_type != FE_LM_CACHE_F16)
+        return fe_error_set(err, FE_E_INVALID, "session: cache_type %d; give FE_LM_CACHE_F32 or "
+                            "FE_LM_CACHE_F16", (int)o.cache_type);
     if (o.sampling.seed > (1ull << 53))
         return fe_error_set(err, FE_E_INVALID, "session: sampling seed %llu is past 2^53, the "
                             "device sampler's range; give a smaller one",
@@ -65,6 +69,7 @@ fe_status fe_lm_session_create(fe_lm_model *m, const fe_lm_session_options *opts
                      : o.prefill_dot == FE_LM_PREFILL_DOT_INT8 ? FE_PREFILL_DOT_INT8
                                                                : FE_PREFILL_DOT_AUTO;
     co.decode_dot = o.decode_dot == FE_LM_DECODE_DOT_F32 ? FE_DECODE_DOT_F32 : FE_DECODE_DOT_AUTO;
+    co.kv_dtype = o.cache_type == FE_LM_CACHE_F16 ? FE_DTYPE_F16 : FE_DTYPE_F32;
     co.body = o.folds == FE_LM_FOLDS_NONE     ? FE_BODY_FOLD_NONE
               : o.folds == FE_LM_FOLDS_PRICED ? FE_BODY_FOLD_PRICED
                                               : FE_BODY_FOLD_ALL;

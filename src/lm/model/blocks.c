@@ -67,30 +67,40 @@ static fe_h gemm(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h *in, int n_in, co
     return fe_apply(t, "GEMM", in, n_in, n ? s : NULL, n, NULL, 0);
 }
 
-/* y into dst (a Copy step) when dst is a tensor; returns where y now is */
+/* y into dst when dst is a tensor: a Copy step, or a Convert step where dst keeps another
+ * dtype (a KV cache in f16); returns where y now is */
 static fe_h store(fe_trace *t, fe_h dst, fe_h y) {
     if (!dst.id) return y;
+    if (fe_dtype_of(t, dst) != fe_dtype_of(t, y))
+        return fe_apply_into(t, dst, "Convert", &y, 1, NULL, 0, NULL, 0) == FE_OK ? dst : FE_NO_TENSOR;
     return fe_copy_into(t, dst, y) == FE_OK ? dst : FE_NO_TENSOR;
+}
+
+/* Whether hand_fused writes a product's or RoPE's f32 result straight into dst: where dst
+ * is f32 (a cache in f16 takes a Convert step after it) */
+static bool writes_into(fe_trace *t, fe_block_mode mm, fe_h dst) {
+    return mm.hand_fused && dst.id && fe_dtype_of(t, dst) == FE_DTYPE_F32;
 }
 
 /* y = a W^T (GEMV or GEMM by the mode), into dst when dst is a tensor (hand_fused: written
  * there by the product itself) */
 fe_h fe_block_project(fe_trace *t, fe_block_mode mm, fe_h dst, fe_block_act a, fe_h w) {
-    fe_h into = mm.hand_fused ? dst : FE_NO_TENSOR, y;
+    const bool direct = writes_into(t, mm, dst);
+    fe_h into = direct ? dst : FE_NO_TENSOR, y;
     if (mm.decode) {
         y = fe_block_gemv(t, mm, into, w, a, FE_NO_TENSOR, FE_NO_TENSOR, "none");
     } else {
         fe_h in[2] = {a.x, w};
         y = gemm(t, mm, into, in, 2, NULL);
     }
-    return mm.hand_fused ? y : store(t, dst, y);
+    return direct ? y : store(t, dst, y);
 }
 
 fe_h fe_block_rope(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h x, fe_h table, fe_setting form,
                    fe_val pos) {
     fe_h in[2] = {x, table};
     fe_value_set at = {"pos", pos};
-    if (mm.hand_fused && dst.id)
+    if (writes_into(t, mm, dst))
         return fe_apply_into(t, dst, "RoPE", in, 2, &form, 1, &at, 1) == FE_OK ? dst : FE_NO_TENSOR;
     return store(t, dst, fe_apply(t, "RoPE", in, 2, &form, 1, &at, 1));
 }

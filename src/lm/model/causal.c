@@ -65,7 +65,8 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_h rope = fe_weight(t, "rope");
     if (c->family == FE_LM_FAMILY_GEMMA3) {
         x = fe_block_apply(t, "RowwiseMul", x, fe_weight(t, "embed_scale"));
-        fe_gemma3_io io = {.mm = mm, .pos = pos, .n = n, .end = end, .C = C, .S = S};
+        fe_gemma3_io io = {.mm = mm, .pos = pos, .n = n, .end = end, .C = C, .S = S,
+                           .kv_dtype = m->o.kv_dtype};
         fe_h rope_local = fe_weight(t, "rope_local");
         for (int64_t l = 0; l < c->n_layers; l++) {
             io.rope = fe_lm_layer_is_local(c, l) ? rope_local : rope;
@@ -82,10 +83,11 @@ static fe_status causal_body(fe_trace *t, const void *model) {
         fe_h k = fe_reshape(t, fe_block_project(t, mm, FE_NO_TENSOR, h, wk), 3, ks);
         char path[64];
         snprintf(path, sizeof path, "layers.%lld.k_cache", (long long)l);
-        fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
+        fe_h kc = fe_state(t, path, m->o.kv_dtype, 3, cs);
         snprintf(path, sizeof path, "layers.%lld.v_cache", (long long)l);
-        fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
-        /* the new rows of V and of K (rotated) are copied into the caches at [pos, pos + n) */
+        fe_h vc = fe_state(t, path, m->o.kv_dtype, 3, cs);
+        /* the new rows of V and of K (rotated) are copied into the caches at [pos, pos + n)
+         * (converted, where the caches are f16) */
         int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
         fe_block_project(t, mm, fe_reshape(t, fe_window(t, vc, 0, pos, C, n), 2, kv_flat), h,
                          fe_block_layer_weight(t, l, "wv"));
@@ -179,6 +181,12 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
      * SmolLM2), for twice the graph scratch (26 -> 52 MiB and 5.6 -> 10.1 MiB) */
     if (m->o.chunk <= 0) m->o.chunk = 512;
     if (m->o.chunk > m->o.max_seq_len) m->o.chunk = m->o.max_seq_len;
+    if (m->o.kv_dtype != FE_DTYPE_F32 && m->o.kv_dtype != FE_DTYPE_F16) {
+        fe_dtype kvt = m->o.kv_dtype;
+        fe_causal_destroy(m);
+        return fe_error_set(err, FE_E_DTYPE, "a KV cache in %s: the cache keeps f32 or f16",
+                            kvt < FE_DTYPE_COUNT ? fe_dtype_info(kvt)->name : "an unknown dtype");
+    }
     bool all_bf16 = true; /* act_bf16 needs every layer matrix in bf16 */
     bool any_block = false; /* act_int8 needs some in blocks */
     for (int64_t l = 0; l < c->n_layers; l++) {

@@ -47,6 +47,10 @@ typedef struct fe_causal_options {
     fe_body_form body;
     fe_fold_price_fn fold_price;
     void *fold_user;
+    /* The KV cache's dtype: FE_DTYPE_F32 (the default, the zero value: exact) or FE_DTYPE_F16
+     * (half the memory and half the bytes a decode step's attention reads; each new key and
+     * value rounded to f16 once, by a Convert step after its product or RoPE) */
+    fe_dtype kv_dtype;
 } fe_causal_options;
 
 fe_causal_options fe_causal_options_default(void);

@@ -40,9 +40,9 @@ fe_h fe_gemma3_layer(fe_trace *t, const fe_lm_config *c, const fe_gemma3_io *io,
                          fe_block_layer_weight(t, l, "k_norm"), c->n_kv_heads, "k");
     char path[64];
     snprintf(path, sizeof path, "layers.%lld.k_cache", (long long)l);
-    fe_h kc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
+    fe_h kc = fe_state(t, path, io->kv_dtype, 3, cs);
     snprintf(path, sizeof path, "layers.%lld.v_cache", (long long)l);
-    fe_h vc = fe_state(t, path, FE_DTYPE_F32, 3, cs);
+    fe_h vc = fe_state(t, path, io->kv_dtype, 3, cs);
     /* V, and K rotated, copied into the caches at [pos, pos + n) */
     int64_t kv_flat[2] = {C, c->n_kv_heads * hd};
     fe_block_project(t, mm, fe_reshape(t, fe_window(t, vc, 0, io->pos, C, io->n), 2, kv_flat), h,

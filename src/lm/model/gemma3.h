@@ -26,6 +26,7 @@ typedef struct fe_gemma3_io {
     fe_h rope;        /* the layer's (max_seq_len, head_dim) cos/sin table */
     fe_val pos, n, end; /* the chunk's first position, its rows, pos + n */
     int64_t C, S;     /* rows a call traces (1 for decode), cache rows */
+    fe_dtype kv_dtype; /* the caches' dtype: f32 or f16 */
 } fe_gemma3_io;
 
 /* x after layer l (x: (C, hidden) with bound n). Weights "layers.<l>.{attn_norm, wq, wk, wv,

@@ -1,10 +1,11 @@
-/* ops/layout/layout.h: what the layout family shares (Copy, Transpose): tunable indices, the
- * normalised copy plan the Copy kernels walk, and the test-case encoding.
+/* ops/layout/layout.h: what the layout family shares (Copy, Transpose, Convert): tunable
+ * indices, the normalised copy plan the Copy kernels walk, and the test-case encoding.
  *
- * Both ops move bytes and never convert: any dtype in {f32, bf16, f16, i32, i8, u8}, the same
- * dtype on both sides, bit patterns copied exactly. Kernels live in kernels.inc, compiled per
- * ISA by the Makefile (kernels.<isa>.o). Neither op supports x and y overlapping, nor a y view
- * that overlaps itself (a stride-0 axis in y): the result would depend on the worker split. */
+ * Copy and Transpose move bytes and never convert: any dtype in {f32, bf16, f16, i32, i8,
+ * u8}, the same dtype on both sides, bit patterns copied exactly. Convert (convert.c) is the
+ * one that changes a dtype. Kernels live in kernels.inc, compiled per ISA by the Makefile
+ * (kernels.<isa>.o). No op supports x and y overlapping, nor a y view that overlaps itself
+ * (a stride-0 axis in y): the result would depend on the worker split. */
 #ifndef FE_OPS_LAYOUT_H
 #define FE_OPS_LAYOUT_H
 
@@ -15,6 +16,7 @@
      FE_DT(FE_DTYPE_I32) | FE_DT(FE_DTYPE_I8) | FE_DT(FE_DTYPE_U8))
 
 enum { COPY_WIDTH };
+enum { CONVERT_WIDTH };
 enum { TR_WIDTH, TR_BLOCK };
 
 /* Test cases. A layout case's shape is dims[0 .. n_dims-1]. Params cannot carry the dtype

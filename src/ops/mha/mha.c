@@ -6,6 +6,7 @@
  * 512 keys. The declaration, its double-precision reference, cost, checks and test cases. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/alloc.h"
 #include "ops/mha/mha.h"
@@ -85,10 +86,12 @@ static void resolve(fe_op_ctx *c) {
     }
 }
 
+/* k and v: f32, or both f16 (a cache in half the bytes; every value widened exactly to f32
+ * before it is used, so the arithmetic is the f32 cache's) */
 static const fe_operand_decl operands[] = {
     {"q", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
-    {"k", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
-    {"v", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
+    {"k", FE_IN, FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_F16), 3, 3},
+    {"v", FE_IN, FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_F16), 3, 3},
     {"out", FE_OUT, FE_DT(FE_DTYPE_F32), 3, 3},
 };
 
@@ -124,7 +127,10 @@ static fe_status infer(fe_op_ctx *c) {
     fe_status st = fe_op_same_shape(c, 1, 2);
     if (st == FE_OK) st = fe_op_same_shape(c, 0, 3);
     if (st != FE_OK) return st;
-    (void)v;
+    if (k->dtype != v->dtype)
+        return fe_op_refuse(c, FE_E_DTYPE, "k is %s but v is %s: the cache keeps keys and "
+                            "values in one dtype; give both f32 or both f16",
+                            fe_dtype_info(k->dtype)->name, fe_dtype_info(v->dtype)->name);
     c->ext[MHA_SQ] = q->shape[0];
     c->ext[MHA_S] = k->shape[0];
     c->ext[MHA_D] = q->shape[2];
@@ -161,8 +167,15 @@ static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
 
 /* Plain double, one (row, head) at a time, straight from the definition: the mask is taken
  * key by key, independently of fe_mha_keys. */
+/* element i of k or v (f32 or f16) as a double */
+static double kv_at(const fe_tensor *t, int64_t i) {
+    if (t->dtype == FE_DTYPE_F16) return fe_f16_to_f32(((const uint16_t *)t->data)[i]);
+    return ((const float *)t->data)[i];
+}
+
 static void reference(const fe_args *a, const fe_design *d) {
-    const float *q = a->t[0].data, *k = a->t[1].data, *v = a->t[2].data;
+    const float *q = a->t[0].data;
+    const fe_tensor *k = &a->t[1], *v = &a->t[2];
     float *out = a->t[3].data;
     const int64_t Hq = a->t[0].shape[1], Hkv = a->t[1].shape[1], D = a->ext[MHA_D];
     const int64_t kv = a->v[MHA_V_KV], off = a->v[MHA_V_OFFSET];
@@ -182,7 +195,7 @@ static void reference(const fe_args *a, const fe_design *d) {
                 sc[j] = -INFINITY;
                 if (!in) continue;
                 double dot = 0;
-                for (int64_t c = 0; c < D; c++) dot += (double)qv[c] * k[(j * Hkv + hk) * D + c];
+                for (int64_t c = 0; c < D; c++) dot += (double)qv[c] * kv_at(k, (j * Hkv + hk) * D + c);
                 sc[j] = scale * dot;
                 mx = fmax(mx, sc[j]);
             }
@@ -191,7 +204,7 @@ static void reference(const fe_args *a, const fe_design *d) {
                 if (sc[j] == -INFINITY) continue;
                 double e = exp(sc[j] - mx);
                 sum += e;
-                for (int64_t c = 0; c < D; c++) acc[c] += e * v[(j * Hkv + hk) * D + c];
+                for (int64_t c = 0; c < D; c++) acc[c] += e * kv_at(v, (j * Hkv + hk) * D + c);
             }
             for (int64_t c = 0; c < D; c++)
                 out[(i * Hq + h) * D + c] = sum > 0 ? (float)(acc[c] / sum) : 0.0f;
@@ -217,22 +230,25 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
         last = hi;
     }
     double union_keys = rows > 0 && last > first ? (double)(last - first) : 0;
+    const double kvb = (double)fe_dtype_info(d->dtypes[1])->size;
     out->flops = keys * (double)Hq * (4.0 * (double)D + 4.0);
-    out->bytes = 4.0 * (2.0 * (double)rows * (double)Hq * (double)D +
-                        2.0 * union_keys * (double)Hkv * (double)D);
+    out->bytes = 4.0 * 2.0 * (double)rows * (double)Hq * (double)D +
+                 kvb * 2.0 * union_keys * (double)Hkv * (double)D;
 }
 
 /* Test shapes: dims = {Sq, S, MHA_HEADS(Hq, Hkv), D}; D last, so the catalog's tile edges
  * vary the head_dim. The catalog runs kv_valid and q_rows full, about halved and minimal,
- * with q_offset 0: S and the halves of S land kv_valid on and beside the B_kv = 64 edges. */
+ * with q_offset 0: S and the halves of S land kv_valid on and beside the B_kv = 64 edges.
+ * A name starting "f16/" gives k and v in f16. */
 #define MHA_HEADS(hq, hkv) ((hq) * 1000 + (hkv))
 
 static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
     (void)p;
     int64_t hq = c->dims[2] / 1000, hkv = c->dims[2] % 1000;
     int64_t qs[3] = {c->dims[0], hq, c->dims[3]}, ks[3] = {c->dims[1], hkv, c->dims[3]};
+    const fe_dtype kvt = strncmp(c->name, "f16/", 4) == 0 ? FE_DTYPE_F16 : FE_DTYPE_F32;
     out[0] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, qs);
-    out[1] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, ks);
+    out[1] = fe_tensor_contiguous(NULL, kvt, 3, ks);
     out[2] = out[1];
     out[3] = out[0];
 }
@@ -292,6 +308,24 @@ static const fe_case cases[] = {
      .tunables = {{"row_block", 0}}, .n_tunables = 1},
     {CASE("one_row_causal", 33, 130, 9, 3, 64), .tunables = {{"row_block", 0}},
      .n_tunables = 1},
+    /* K and V in f16 (the cache's half-width form): each path widens a block's rows of one
+     * kv head into the workspace first. The row-blocked path (a causal chunk, a bidirectional
+     * window, a head_dim off the vector), the one-row items (grouped heads by four and by
+     * one, several rows), the segments of a decode step (blocks past the segments, a
+     * window), and a head_dim with a tail */
+    {CASE("f16/prefill_gqa4", 5, 48, 4, 1, 64)},
+    {CASE("f16/rows_causal", 20, 70, 8, 2, 40), .tunables = {{"row_block", 1}}, .n_tunables = 1},
+    {CASE("f16/rows_bidir_window", 18, 50, 2, 2, 24), .params = {BIDIR, {"window", 6}},
+     .n_params = 2},
+    {CASE("f16/one_row_gqa4", 9, 70, 8, 2, 64), .tunables = {{"row_block", 0}}, .n_tunables = 1},
+    {CASE("f16/one_row_mha", 12, 40, 3, 3, 33), .params = {BIDIR}, .n_params = 1,
+     .tunables = {{"row_block", 0}}, .n_tunables = 1},
+    {CASE("f16/split_decode_gqa3", 1, 300, 9, 3, 64), .params = {BIDIR}, .n_params = 1,
+     .tunables = {{"kv_split", 2}}, .n_tunables = 1},
+    {CASE("f16/split_window", 1, 400, 8, 2, 64), .params = {BIDIR, {"window", 150}},
+     .n_params = 2, .tunables = {{"kv_split", 4}, {"B_kv", 32}}, .n_tunables = 2},
+    {CASE("f16/split_rows_causal", 30, 30, 4, 2, 48),
+     .tunables = {{"kv_split", 2}, {"B_kv", 16}, {"B_q", 32}, {"row_block", 0}}, .n_tunables = 4},
     /* Llama 3.2 1B decode (Hq 32, Hkv 8, D 64) over a full cache. Benchmarks run values at
      * their defaults, where q_offset is 0; bidirectional, the one query attends every key,
      * the same work as a causal decode step at the cache's last position. bench_mha times
@@ -301,6 +335,8 @@ static const fe_case cases[] = {
     {CASE("llama1b_4k", 1, 4096, 32, 8, 64), .params = {BIDIR}, .n_params = 1,
      .extensive = true, .bench = true},
     {CASE("llama1b_32k", 1, 32768, 32, 8, 64), .params = {BIDIR}, .n_params = 1,
+     .extensive = true, .bench = true},
+    {CASE("f16/llama1b_4k", 1, 4096, 32, 8, 64), .params = {BIDIR}, .n_params = 1,
      .extensive = true, .bench = true},
     {CASE("llama1b_prefill", 65, 1024, 32, 8, 64), .extensive = true},
 };
