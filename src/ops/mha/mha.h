@@ -130,13 +130,14 @@ static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t w) {
 /* One worker's workspace: the scores of one block for up to four heads (4 x B_kv), the
  * running max and sum of each of an item's B_q x group query vectors, and contiguous copies
  * of one block's k and v rows of the item's kv head (B_kv x D each); for the row-blocked
- * path (kernels.inc: a vector of query rows at once, one lane a row) a block's scores
- * down the keys (B_kv x FE_MHA_LANES) and the rows' queries and outputs transposed (D x
- * FE_MHA_LANES each). Each part starts on a 64-byte line. */
+ * path (kernels.inc: a vector of query rows at once, one lane a row, the group's heads
+ * together) a block's scores down the keys (B_kv x FE_MHA_LANES), each head's queries and
+ * outputs transposed (group x D x FE_MHA_LANES each) and each head's running max and sum
+ * (group x 2 x FE_MHA_LANES). Each part starts on a 64-byte line. */
 #define FE_MHA_LANES 16 /* the widest vector (AVX-512's 16 floats) */
 typedef struct fe_mha_ws {
     float *s, *m, *l, *k, *v;
-    float *st, *qt, *ot;
+    float *st, *qt, *ot, *rm;
 } fe_mha_ws;
 
 static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 + 63) / 64 * 64; }
@@ -146,7 +147,8 @@ static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
     return fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
            2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(bkv * FE_MHA_LANES) +
-           2 * fe_mha_lines(head_dim * FE_MHA_LANES);
+           2 * fe_mha_lines(group * head_dim * FE_MHA_LANES) +
+           fe_mha_lines(group * 2 * FE_MHA_LANES);
 }
 
 /* Worker ith's parts of the workspace at ws. */
@@ -168,8 +170,10 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     w.st = (float *)p;
     p += fe_mha_lines(bkv * FE_MHA_LANES);
     w.qt = (float *)p;
-    p += fe_mha_lines(head_dim * FE_MHA_LANES);
+    p += fe_mha_lines(group * head_dim * FE_MHA_LANES);
     w.ot = (float *)p;
+    p += fe_mha_lines(group * head_dim * FE_MHA_LANES);
+    w.rm = (float *)p;
     return w;
 }
 
