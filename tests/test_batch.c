@@ -163,17 +163,20 @@ static void decode_rows_follow_their_sessions(void **state) {
 }
 
 /* FE_BATCH_MAX_ROWS rows at once (batch passes of 8 and 4): each row's logits byte-equal to
- * its session's decode step. */
-static void many_rows_equal(fixture *f, fe_lm_decode_dot dot) {
+ * its session's decode step, with the KV caches in f32 or both in f16 (KVWrite rounds a row's
+ * key and value as the session's Convert steps do, SlotMHA widens them as its MHA does). */
+static void many_rows_equal(fixture *f, fe_lm_decode_dot dot, fe_lm_cache_type cache) {
     enum { ROWS = FE_BATCH_MAX_ROWS };
     int64_t V = f->m->cfg.vocab;
-    fe_batch_options o = {.slots = ROWS, .max_seq_len = CTX, .chunk = CHUNK, .decode_dot = (int)dot};
+    fe_batch_options o = {.slots = ROWS, .max_seq_len = CTX, .chunk = CHUNK, .decode_dot = (int)dot,
+                          .kv_dtype = cache == FE_LM_CACHE_F16 ? FE_DTYPE_F16 : FE_DTYPE_F32};
     fe_batch *b = NULL;
     assert_int_equal(fe_batch_create(f->m->dev, &f->m->w, &o, &b, NULL), FE_OK);
     fe_lm_session_options so = fe_lm_session_options_default();
     so.max_seq_len = CTX;
     so.chunk = CHUNK;
     so.decode_dot = dot;
+    so.cache_type = cache;
     const char *texts[ROWS] = {"Once upon a time", "The capital of France is", "1, 2, 3, 4,",
                                "def add(a, b):", "Dear diary,", "The weather today",
                                "In 1492", "Water boils at", "My favourite colour",
@@ -215,8 +218,9 @@ static void many_rows_equal(fixture *f, fe_lm_decode_dot dot) {
 
 static void many_rows_equal_their_sessions_byte_for_byte(void **state) {
     fixture *f = need(state);
-    many_rows_equal(f, FE_LM_DECODE_DOT_F32);
-    many_rows_equal(f, FE_LM_DECODE_DOT_AUTO);
+    many_rows_equal(f, FE_LM_DECODE_DOT_F32, FE_LM_CACHE_F32);
+    many_rows_equal(f, FE_LM_DECODE_DOT_AUTO, FE_LM_CACHE_F32);
+    many_rows_equal(f, FE_LM_DECODE_DOT_AUTO, FE_LM_CACHE_F16);
 }
 
 static void a_prompt_in_pieces_gives_the_same_logits(void **state) {

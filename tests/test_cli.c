@@ -181,7 +181,11 @@ static void serve_batch_flags_are_checked_before_the_model_opens(void **s) {
          "--parallel 13 in 1 group puts more than 12 slots in one batch (batched decode, the "
          "default); give at most 12 slots, more --groups, or --no-batch"},
         {{"serve", "--embedding-model", "enc", "--no-batch"},
-         "--batch, --no-batch, --groups and --alias are for a chat MODEL"},
+         "--batch, --no-batch, --groups, --alias and --cache-type are for a chat MODEL"},
+        {{"serve", "--embedding-model", "enc", "--cache-type", "f16"},
+         "--batch, --no-batch, --groups, --alias and --cache-type are for a chat MODEL"},
+        {{"serve", "m.gguf", "--cache-type", "bf16"},
+         "--cache-type \"bf16\" is not valid; give one of f32, f16"},
     };
     expect_refusals(r, sizeof r / sizeof r[0]);
 }

@@ -33,12 +33,12 @@ typedef struct chat_args {
     model_args open;
     tuning_args tuning;
     fe_lm_sampling sampling;
-    int64_t seed, num_tokens, max_seq_len, chunk;
+    int64_t seed, num_tokens, max_seq_len, chunk, cache_type;
     const char *system;
     bool verbose;
 } chat_args;
 
-enum { CHAT_MAX_OPTS = MODEL_MAX_OPTS + SAMPLING_MAX_OPTS + TUNING_MAX_OPTS + 6 };
+enum { CHAT_MAX_OPTS = MODEL_MAX_OPTS + SAMPLING_MAX_OPTS + TUNING_MAX_OPTS + 7 };
 
 static int chat_options(chat_args *a, arg_opt *t) {
     int n = model_options(&a->open, true, t);
@@ -53,6 +53,7 @@ static int chat_options(chat_args *a, arg_opt *t) {
         {"chunk", 0, ARG_INT, "N", "prompt rows per prefill call; a turn reuses the cache up "
          "to the last whole chunk the conversation shares with the previous turn", "64",
          .lo = 1, .hi = 1 << 16, .i = &a->chunk},
+        cache_type_option(&a->cache_type),
         {"verbose", 0, ARG_FLAG, NULL, "per turn: the prompt's tokens, those reused from the "
          "cache, the times and the cache rows used", NULL, .flag = &a->verbose},
     };
@@ -226,6 +227,7 @@ static int start(chat *c) {
     fe_lm_session_options so = fe_lm_session_options_default();
     so.max_seq_len = a->max_seq_len ? a->max_seq_len : in.context > 0 && in.context < 4096 ? in.context : 4096;
     so.chunk = a->chunk;
+    so.cache_type = cache_type_of(a->cache_type);
     so.sampling = a->sampling;
     int code = tuning_load(&a->tuning, c->m, "chat", c->io, &c->profile);
     if (code != FE_EXIT_OK) return code;
@@ -242,7 +244,7 @@ static int start(chat *c) {
 
 int fe_cmd_chat(int argc, char **argv, const fe_cli_io *io) {
     chat_args a = {.open = model_args_default(), .sampling = fe_lm_sampling_default(),
-                   .seed = -1, .num_tokens = -1, .chunk = 64};
+                   .seed = -1, .num_tokens = -1, .chunk = 64, .cache_type = -1};
     arg_opt t[CHAT_MAX_OPTS];
     arg_spec sp = {.cmd = "chat", .synopsis = synopsis, .opts = t, .n_opts = chat_options(&a, t),
                    .max_positional = 1, .positional_what = "MODEL"};

@@ -11,7 +11,6 @@
 
 static const char *const prefill_dots[] = {"bf16", "f32", "int8", NULL};
 static const char *const decode_dots[] = {"int8", "f32", NULL};
-static const char *const cache_types[] = {"f32", "f16", NULL};
 
 /* Where the options land before they are checked and moved into gen_args. */
 typedef struct gen_parse {
@@ -79,11 +78,7 @@ static int generate_options(gen_parse *p, arg_opt *t) {
          "GEMV dot products over block matrices (q8_0 .. q6_k): int8 quantises the activations "
          "per block (q8_K's 256 for q4_k/q6_k) with exact integer sums (as llama.cpp does), f32 is exact", "int8",
          .choices = decode_dots, .i = &p->decode_dot},
-        {"cache-type", 0, ARG_CHOICE, NULL,
-         "the KV cache's keys and values: f32 is exact; f16 takes half the memory and half the "
-         "bytes a decode step's attention reads, each new key and value rounded to f16 once "
-         "(llama.cpp's default -ctk/-ctv f16)", "f32",
-         .choices = cache_types, .i = &p->cache_type},
+        cache_type_option(&p->cache_type),
         FLAG("profile", &a->profile, "time every step; print where a prefill chunk and a "
              "decode step spend their time, by operator and weight"),
     };
@@ -162,7 +157,7 @@ int fe_generate_parse(int argc, char **argv, gen_args *a, bool *help, FILE *err)
                      : p.prefill_dot == 2 ? FE_LM_PREFILL_DOT_INT8
                                           : FE_LM_PREFILL_DOT_BF16;
     a->decode_dot = p.decode_dot == 1 ? FE_LM_DECODE_DOT_F32 : FE_LM_DECODE_DOT_AUTO;
-    a->cache_type = p.cache_type == 1 ? FE_LM_CACHE_F16 : FE_LM_CACHE_F32;
+    a->cache_type = cache_type_of(p.cache_type);
     return check(a, err);
 }
 

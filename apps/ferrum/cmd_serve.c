@@ -18,7 +18,7 @@ typedef struct serve_args {
     const char *host, *api_key, *alias, *embedding_model, *embedding_alias;
     int64_t max_embedding_inputs, embedding_batch;
     int64_t port, parallel, ctx, chunk, queue, max_body, max_prompt_tokens, max_tokens;
-    int64_t request_seconds, client_seconds, max_connections, groups;
+    int64_t request_seconds, client_seconds, max_connections, groups, cache_type;
     bool batch, no_batch; /* --batch (the default, said explicitly), --no-batch */
 } serve_args;
 
@@ -28,7 +28,7 @@ enum { MAX_GROUPS = 16 };
     {n, sh, ARG_INT, mv, text, d, .lo = l, .hi = h, .i = field}
 #define STRING(n, mv, field, text) {n, 0, ARG_STRING, mv, text, NULL, .s = field}
 
-enum { MAX_SERVE_OPTS = 24 + MODEL_MAX_OPTS };
+enum { MAX_SERVE_OPTS = 25 + MODEL_MAX_OPTS };
 
 static int serve_options_table(serve_args *a, arg_opt *t) {
     const arg_opt opts[] = {
@@ -58,6 +58,7 @@ static int serve_options_table(serve_args *a, arg_opt *t) {
          "each step reading every weight for one row", NULL, .flag = &a->no_batch},
         INT("chunk", 0, "N", &a->chunk, 1, 1 << 16, "256",
             "prompt rows per prefill turn; the slots decoding wait at most one chunk"),
+        cache_type_option(&a->cache_type),
         INT("queue", 0, "N", &a->queue, 0, 1 << 16, "16",
             "requests that may wait for a slot; past it, 503 with Retry-After"),
         INT("max-body", 0, "BYTES", &a->max_body, 64, (int64_t)1 << 30, "1048576",
@@ -126,9 +127,10 @@ static int check(serve_args *a, FILE *err) {
     if (a->batch && a->no_batch)
         return cli_refuse(err, "serve", "--batch and --no-batch contradict each other; give one "
                           "(batched decode is the default)");
-    if (!a->model.model && (a->batch || a->no_batch || a->groups > 1 || a->alias))
-        return cli_refuse(err, "serve", "--batch, --no-batch, --groups and --alias are for a "
-                          "chat MODEL, and none is given; give MODEL, or leave them out");
+    if (!a->model.model && (a->batch || a->no_batch || a->groups > 1 || a->alias ||
+                            a->cache_type >= 0))
+        return cli_refuse(err, "serve", "--batch, --no-batch, --groups, --alias and --cache-type "
+                          "are for a chat MODEL, and none is given; give MODEL, or leave them out");
     if (!a->model.model) return FE_EXIT_OK; /* embeddings only */
     if (a->model.random_weights)
         return cli_refuse(err, "serve", "--random-weights has no tokenizer to serve text with; "
@@ -268,7 +270,7 @@ static int run(serve_args *a, const fe_cli_io *io) {
         .max_tokens = a->max_tokens, .request_seconds = (double)a->request_seconds,
         .client_seconds = (unsigned)a->client_seconds, .max_connections = (unsigned)a->max_connections,
         .pool = {.slots = (int)a->parallel, .ctx = ctx, .chunk = a->chunk, .queue = (int)a->queue,
-                 .batch = !a->no_batch},
+                 .batch = !a->no_batch, .cache_type = cache_type_of(a->cache_type)},
     };
     sigset_t set;
     sigemptyset(&set);
@@ -310,7 +312,7 @@ int fe_cmd_serve(int argc, char **argv, const fe_cli_io *io) {
                     .parallel = 4, .chunk = 256, .queue = 16, .max_body = 1 << 20,
                     .max_tokens = 1024, .request_seconds = 300, .client_seconds = 30,
                     .max_connections = 64, .groups = 1, .max_embedding_inputs = 512,
-                    .embedding_batch = 8};
+                    .embedding_batch = 8, .cache_type = -1};
     arg_opt t[MAX_SERVE_OPTS];
     arg_spec sp = {.cmd = "serve", .synopsis = synopsis, .opts = t,
                    .n_opts = serve_options_table(&a, t), .max_positional = 1,

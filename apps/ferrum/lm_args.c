@@ -329,6 +329,20 @@ void cli_quote_piece(FILE *f, const char *s, size_t n) {
     fputc('"', f);
 }
 
+static const char *const cache_types[] = {"f32", "f16", NULL};
+
+arg_opt cache_type_option(int64_t *choice) {
+    return (arg_opt){"cache-type", 0, ARG_CHOICE, NULL,
+                     "the KV cache's keys and values: f32 is exact; f16 takes half the memory "
+                     "and half the bytes a decode step's attention reads, each new key and value "
+                     "rounded to f16 once (llama.cpp's default -ctk/-ctv f16)", "f32",
+                     .choices = cache_types, .i = choice};
+}
+
+fe_lm_cache_type cache_type_of(int64_t choice) {
+    return choice == 1 ? FE_LM_CACHE_F16 : FE_LM_CACHE_F32;
+}
+
 int tuning_options(tuning_args *a, arg_opt *t) {
     const arg_opt opts[TUNING_MAX_OPTS] = {
         {"tuning", 0, ARG_STRING, "FILE", "the tuning profile to compile with (`ferrum tune "

@@ -68,6 +68,11 @@ int tuning_settle(const tuning_args *a, const char *cmd, FILE *err);
 int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_cli_io *io,
                 fe_profile **p);
 
+/* The table entry --cache-type f32|f16 (the KV cache's dtype), pointing into *choice (-1:
+ * not given); cache_type_of turns what was parsed into the session's option (default f32). */
+arg_opt cache_type_option(int64_t *choice);
+fe_lm_cache_type cache_type_of(int64_t choice);
+
 /* Writes the table entries --temperature, --top-k, --top-p, --min-p, --repeat-penalty,
  * --repeat-last-n, --presence-penalty, --frequency-penalty and -s/--seed (at most
  * SAMPLING_MAX_OPTS) to t, pointing into *s and *seed (-1: none given; s's defaults are

@@ -508,6 +508,7 @@ static fe_status start_batches(serve_pool *p, fe_lm_model *const *models, fe_err
         bo.slots = (p->n_slots - gi + p->n_groups - 1) / p->n_groups;
         bo.max_seq_len = p->o.ctx;
         bo.chunk = p->o.chunk;
+        bo.cache_type = p->o.cache_type;
         fe_error e = {0};
         if (fe_lm_batch_create(models[gi], &bo, &g->batch, &e) != FE_OK)
             return serve_fail(err, e.status ? e.status : FE_E_STATE, "group %d: %s", gi, e.message);
@@ -523,6 +524,7 @@ static fe_status start_sessions(serve_pool *p, fe_lm_model *const *models, fe_er
     fe_lm_session_options so = fe_lm_session_options_default();
     so.max_seq_len = p->o.ctx;
     so.chunk = p->o.chunk;
+    so.cache_type = p->o.cache_type;
     for (int i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];
         fe_error e = {0};

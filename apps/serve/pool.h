@@ -41,6 +41,7 @@ typedef struct pool_options {
     int queue;           /* jobs that may wait for a slot; past it, submit refuses */
     bool batch;          /* a group's slots are the rows of one batch (fe_lm_batch): one decode
                           * call a step for all of them, instead of turns between sessions */
+    fe_lm_cache_type cache_type; /* the KV caches' keys and values: f32 or f16 */
 } pool_options;
 
 typedef struct pool_text {

@@ -372,6 +372,7 @@ typedef struct fe_lm_batch_options {
     int64_t chunk;        /* prefill rows per step and slot; 0: 256 */
     fe_lm_prefill_dot prefill_dot;
     fe_lm_decode_dot decode_dot;
+    fe_lm_cache_type cache_type; /* default f32 */
 } fe_lm_batch_options;
 
 FE_API fe_lm_batch_options fe_lm_batch_options_default(void);

@@ -83,6 +83,9 @@ fe_status fe_lm_batch_create(fe_lm_model *m, const fe_lm_batch_options *opts, fe
     if (!m || !out) return fe_error_set(err, FE_E_INVALID, "fe_lm_batch_create: give a model and out");
     fe_lm_batch_options o = opts ? *opts : fe_lm_batch_options_default();
     if (o.slots == 0) o.slots = 4;
+    if (o.cache_type != FE_LM_CACHE_F32 && o.cache_type != FE_LM_CACHE_F16)
+        return fe_error_set(err, FE_E_INVALID, "batch: cache_type %d; give FE_LM_CACHE_F32 or "
+                            "FE_LM_CACHE_F16", (int)o.cache_type);
     if (o.slots < 1 || o.slots > FE_LM_BATCH_MAX_SLOTS || o.max_seq_len < 0 || o.chunk < 0)
         return fe_error_set(err, FE_E_INVALID, "batch: %d slots, max_seq_len %lld, chunk %lld; give "
                             "1..%d slots and max_seq_len, chunk >= 0 (0: the default)", o.slots,
@@ -109,7 +112,8 @@ fe_status fe_lm_batch_create(fe_lm_model *m, const fe_lm_batch_options *opts, fe
     }
     fe_batch_options bo = {.slots = o.slots, .max_seq_len = o.max_seq_len, .chunk = o.chunk,
                            .prefill_dot = (int)o.prefill_dot, .decode_dot = (int)o.decode_dot,
-                           .layouts = m->layouts};
+                           .layouts = m->layouts,
+                           .kv_dtype = o.cache_type == FE_LM_CACHE_F16 ? FE_DTYPE_F16 : FE_DTYPE_F32};
     fe_status st = fe_batch_create(m->dev, &m->w, &bo, &b->b, err);
     if (st != FE_OK) {
         fe_lm_batch_destroy(b);

@@ -82,7 +82,7 @@ static fe_h layer_cache(fe_trace *t, const fe_batch *b, int64_t l) {
     char path[64];
     snprintf(path, sizeof path, "layers.%lld.kv_cache", (long long)l);
     int64_t all[4] = {2 * (b->o.slots + 1), b->o.max_seq_len, c->n_kv_heads, c->head_dim};
-    return fe_state(t, path, FE_DTYPE_F32, 4, all);
+    return fe_state(t, path, b->o.kv_dtype, 4, all);
 }
 
 /* Slot `slot`'s K or V cache of layer l: (max_seq_len, n_kv_heads, head_dim). */
@@ -286,6 +286,10 @@ fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_ba
     if (o->max_seq_len < 1 || (c->max_context > 0 && o->max_seq_len > c->max_context))
         return fe_error_set(err, FE_E_INVALID, "batch: max_seq_len %lld; give 1..%lld (the model's "
                             "context)", (long long)o->max_seq_len, (long long)c->max_context);
+    if (o->kv_dtype != FE_DTYPE_F32 && o->kv_dtype != FE_DTYPE_F16)
+        return fe_error_set(err, FE_E_DTYPE, "batch: a KV cache in %s; the cache keeps f32 or f16",
+                            o->kv_dtype < FE_DTYPE_COUNT ? fe_dtype_info(o->kv_dtype)->name
+                                                         : "an unknown dtype");
     fe_batch *b = fe_calloc(1, sizeof *b);
     if (!b) return fe_error_set(err, FE_E_NOMEM, "batch: out of memory");
     b->dev = dev;

@@ -33,6 +33,7 @@ typedef struct fe_batch_options {
     const fe_profile *profile;
     fe_layout_store *layouts; /* as fe_causal_options' */
     fe_body_form body;   /* plain steps, every fold taken (the default); lm/model/blocks.h */
+    fe_dtype kv_dtype;   /* the caches': FE_DTYPE_F32 (the zero value) or FE_DTYPE_F16 */
 } fe_batch_options;
 
 typedef struct fe_batch fe_batch;

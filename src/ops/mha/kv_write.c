@@ -35,7 +35,7 @@ static const fe_operand_decl operands[] = {
                        .draw_hi = 40, .draw_below = "L"},
     [KVW_TABLE] = {"table", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2, .optional = true, .draw_lo = -1,
                    .draw_hi = 1},
-    [KVW_KV] = {"kv", FE_OUT, FE_DT(FE_DTYPE_F32), 4, 4},
+    [KVW_KV] = {"kv", FE_OUT, FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_F16), 4, 4},
 };
 
 static const char *const extents[] = {[SLOT_B] = "B", [SLOT_N] = "N", [SLOT_L] = "L",
@@ -56,9 +56,21 @@ static fe_status infer(fe_op_ctx *c) {
     return fe_slot_infer(c, KVW_K, KVW_KV, KVW_SLOTS, KVW_POSITIONS, KVW_TABLE);
 }
 
-/* kv's shape is the cache's, which the inputs do not give: a graph writes it into its
- * destination (fe_apply_into), whose shape infer then checks. */
-static void shape_out(fe_op_ctx *c) { c->operands[KVW_KV] = (fe_tensor){.dtype = FE_DTYPE_F32}; }
+/* kv's shape and dtype are the cache's, which the inputs do not give: a graph writes it into
+ * its destination (fe_apply_into), whose shape infer then checks. */
+static void shape_out(fe_op_ctx *c) { c->operands[KVW_KV] = (fe_tensor){.dtype = FE_DTYPE_COUNT}; }
+
+/* In an f16 cache each value is the f32 result rounded to f16 once (to nearest even) */
+static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
+    (void)d;
+    return a->t[KVW_KV].dtype == FE_DTYPE_F16 ? (size_t)nth * fe_mha_lines(a->ext[SLOT_D]) : 0;
+}
+
+/* element i of kv (f32 or f16) = x */
+static void kv_put(const fe_tensor *kv, int64_t i, float x) {
+    if (kv->dtype == FE_DTYPE_F16) ((uint16_t *)kv->data)[i] = fe_f32_to_f16(x);
+    else ((float *)kv->data)[i] = x;
+}
 
 static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t why_n) {
     (void)d;
@@ -69,7 +81,7 @@ static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t w
 static void reference(const fe_args *a, const fe_design *d) {
     const float *k = a->t[KVW_K].data, *v = a->t[KVW_V].data, *table = a->t[KVW_TABLE].data;
     const int32_t *slots = a->t[KVW_SLOTS].data, *positions = a->t[KVW_POSITIONS].data;
-    float *kv = a->t[KVW_KV].data;
+    const fe_tensor *kv = &a->t[KVW_KV];
     const int64_t H = a->t[KVW_K].shape[1], D = a->ext[SLOT_D], half = D / 2;
     const int64_t N = a->ext[SLOT_N], S = a->t[KVW_KV].shape[1];
     const bool interleaved = d->params[KVW_P_FORM] == ROPE_INTERLEAVED;
@@ -77,16 +89,19 @@ static void reference(const fe_args *a, const fe_design *d) {
         const int64_t p = positions[r];
         for (int64_t h = 0; h < H; h++) {
             const float *kr = k + (r * H + h) * D, *vr = v + (r * H + h) * D;
-            float *kd = kv + (((int64_t)slots[r] * S + p) * H + h) * D;
-            float *vd = kv + (((N + slots[r]) * S + p) * H + h) * D;
-            for (int64_t i = 0; i < D; i++) kd[i] = kr[i], vd[i] = vr[i];
-            if (!table) continue;
+            const int64_t kd = (((int64_t)slots[r] * S + p) * H + h) * D;
+            const int64_t vd = (((N + slots[r]) * S + p) * H + h) * D;
+            for (int64_t i = 0; i < D; i++) kv_put(kv, vd + i, vr[i]);
+            if (!table) {
+                for (int64_t i = 0; i < D; i++) kv_put(kv, kd + i, kr[i]);
+                continue;
+            }
             const float *c = table + p * D;
             for (int64_t i = 0; i < half; i++) {
                 int64_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
                 double xa = kr[i0], xb = kr[i1], cs = c[i], sn = c[half + i];
-                kd[i0] = (float)(xa * cs - xb * sn);
-                kd[i1] = (float)(xb * cs + xa * sn);
+                kv_put(kv, kd + i0, (float)(xa * cs - xb * sn));
+                kv_put(kv, kd + i1, (float)(xb * cs + xa * sn));
             }
         }
     }
@@ -95,11 +110,11 @@ static void reference(const fe_args *a, const fe_design *d) {
 /* Per row and kv head: D floats of k and of v read and written, RoPE's 3 flops an element of
  * k, and one table row a row. */
 static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
-    (void)d;
     const double rows = (double)a->v[SLOT_V_ROWS], D = (double)a->ext[SLOT_D];
     const double n = rows * (double)a->t[KVW_K].shape[1] * D, turned = a->t[KVW_TABLE].rank ? 1 : 0;
+    const double kvb = (double)fe_dtype_info(d->dtypes[KVW_KV])->size;
     out->flops = 3.0 * n * turned;
-    out->bytes = 16.0 * n + 4.0 * rows * D * turned;
+    out->bytes = (8.0 + 2.0 * kvb) * n + 4.0 * rows * D * turned;
 }
 
 static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
@@ -124,6 +139,10 @@ static const fe_case cases[] = {
     {CASE("one_row", 1, 4, 4, 41, 41, 16)},
     /* SmolLM2 (3 kv heads of 64) and Llama 3.2 1B (8 kv heads of 64), 12 rows */
     {CASE("smollm2_12", 12, 13, 3, 64, 64, 64)},
+    /* an f16 cache: every value rounded once, keys after RoPE */
+    {CASE("f16/decode_rows", 8, 4, 2, 48, 48, 64)},
+    {CASE("f16/no_table_d40", 6, 5, 2, 41, 0, 40)},
+    {CASE("f16/interleaved", 5, 4, 3, 41, 64, 32), INTERLEAVED},
     {CASE("llama1b_12", 12, 13, 8, 512, 512, 64), .extensive = true},
 };
 
@@ -139,6 +158,7 @@ FE_OP_DEFINE(kv_write) {
     .infer = infer,
     .shape_out = shape_out,
     .reference = reference,
+    .workspace = workspace,
     .kernels = kv_write_kernels, .n_kernels = FE_COUNT(kv_write_kernels),
     .cost = cost,
     .check = check,

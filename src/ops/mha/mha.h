@@ -29,7 +29,7 @@ enum { SMHA_R, SMHA_D };                             /* extents */
 enum { SMHA_V_ROWS };                                /* per-call values */
 
 /* The slotted KV cache of KVWrite (kv_write.c) and SlotMHA (slot_mha.c), the batched decode
- * step's: kv (2N, S, Hkv, D) f32 holds N slots of S positions, slot s's keys at kv[s] and its
+ * step's: kv (2N, S, Hkv, D) f32 or f16 holds N slots of S positions, slot s's keys at kv[s] and its
  * values at kv[N + s] (each an (S, Hkv, D) cache as MHA reads it). Both ops take B rows, row
  * r in slot slots[r] at position positions[r] (i32 operands, given per call: the graph's
  * inputs), and an optional RoPE table (P, D) that turns the row's key (KVWrite) or query
@@ -54,7 +54,7 @@ fe_status fe_slot_rows_check(const fe_args *a, int slots, int positions, char *w
                              size_t why_n);
 /* Test shapes: dims = {B, SLOT_CASE_HEADS(N, Hq, Hkv), SLOT_CASE_CACHE(S, P), D / 2}, the
  * pairs last so the catalog's tile edges vary an even head_dim; P 0: no table. x (k or q) is
- * (B, Hkv or Hq, D). */
+ * (B, Hkv or Hq, D); kv is f16 where the case's name starts "f16/", else f32. */
 #define SLOT_CASE_HEADS(n, hq, hkv) ((n) * 1000000 + (hq) * 1000 + (hkv))
 #define SLOT_CASE_CACHE(s, p) ((s) * 10000 + (p))
 void fe_slot_operands(const fe_case *c, int x, int kv, int slots, int positions, int table,

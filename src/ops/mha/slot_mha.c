@@ -56,7 +56,7 @@ static void resolve(fe_op_ctx *c) {
  * positions); the tuner keeps them below N and L. */
 static const fe_operand_decl operands[] = {
     [SLOT_Q] = {"q", FE_IN, FE_DT(FE_DTYPE_F32), 3, 3},
-    [SLOT_KV] = {"kv", FE_IN, FE_DT(FE_DTYPE_F32), 4, 4},
+    [SLOT_KV] = {"kv", FE_IN, FE_DT(FE_DTYPE_F32) | FE_DT(FE_DTYPE_F16), 4, 4},
     [SLOT_SLOTS] = {"slots", FE_IN, FE_DT(FE_DTYPE_I32), 1, 1, .draw_lo = 0, .draw_hi = 3,
                     .draw_below = "N"},
     [SLOT_POSITIONS] = {"positions", FE_IN, FE_DT(FE_DTYPE_I32), 1, 1, .draw_lo = 0,
@@ -100,8 +100,15 @@ static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
 
 /* Plain double, one (row, head) at a time, straight from the definition: q turned in double,
  * the mask taken key by key, independently of fe_mha_keys. */
+/* element i of kv (f32 or f16) as a double */
+static double kv_at(const fe_tensor *t, int64_t i) {
+    if (t->dtype == FE_DTYPE_F16) return fe_f16_to_f32(((const uint16_t *)t->data)[i]);
+    return ((const float *)t->data)[i];
+}
+
 static void reference(const fe_args *a, const fe_design *d) {
-    const float *q = a->t[SLOT_Q].data, *kv = a->t[SLOT_KV].data, *table = a->t[SLOT_TABLE].data;
+    const float *q = a->t[SLOT_Q].data, *table = a->t[SLOT_TABLE].data;
+    const fe_tensor *kv = &a->t[SLOT_KV];
     const int32_t *slots = a->t[SLOT_SLOTS].data, *positions = a->t[SLOT_POSITIONS].data;
     float *out = a->t[SLOT_OUT].data;
     const int64_t Hq = a->t[SLOT_Q].shape[1], Hkv = a->t[SLOT_KV].shape[2], D = a->ext[SLOT_D];
@@ -114,7 +121,7 @@ static void reference(const fe_args *a, const fe_design *d) {
     if (!sc || !acc || !qd) goto done;
     for (int64_t r = 0; r < a->v[SLOT_V_ROWS]; r++) {
         const int64_t p = positions[r];
-        const float *k = kv + slots[r] * cache, *v = kv + (N + slots[r]) * cache;
+        const int64_t k = slots[r] * cache, v = (N + slots[r]) * cache; /* elements of kv */
         for (int64_t h = 0; h < Hq; h++) {
             const float *qv = q + (r * Hq + h) * D;
             for (int64_t c = 0; c < D; c++) qd[c] = qv[c];
@@ -130,7 +137,7 @@ static void reference(const fe_args *a, const fe_design *d) {
                 sc[j] = -INFINITY;
                 if (w != 0 && j <= p - w) continue;
                 double dot = 0;
-                for (int64_t c = 0; c < D; c++) dot += qd[c] * k[(j * Hkv + hk) * D + c];
+                for (int64_t c = 0; c < D; c++) dot += qd[c] * kv_at(kv, k + (j * Hkv + hk) * D + c);
                 sc[j] = scale * dot;
                 mx = fmax(mx, sc[j]);
             }
@@ -139,7 +146,7 @@ static void reference(const fe_args *a, const fe_design *d) {
                 if (sc[j] == -INFINITY) continue;
                 double e = exp(sc[j] - mx);
                 sum += e;
-                for (int64_t c = 0; c < D; c++) acc[c] += e * v[(j * Hkv + hk) * D + c];
+                for (int64_t c = 0; c < D; c++) acc[c] += e * kv_at(kv, v + (j * Hkv + hk) * D + c);
             }
             for (int64_t c = 0; c < D; c++) out[(r * Hq + h) * D + c] = (float)(acc[c] / sum);
         }
@@ -168,8 +175,9 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
     }
     const double turned = a->t[SLOT_TABLE].rank ? 1 : 0;
     out->flops = keys * (double)Hq * (4.0 * (double)D + 4.0) + turned * 3.0 * (double)(rows * Hq * D);
-    out->bytes = 4.0 * (2.0 * (double)(rows * Hq * D) + 2.0 * keys * (double)(Hkv * D) +
-                        turned * (double)(rows * D));
+    const double kvb = (double)fe_dtype_info(d->dtypes[SLOT_KV])->size;
+    out->bytes = 4.0 * (2.0 * (double)(rows * Hq * D) + turned * (double)(rows * D)) +
+                 kvb * 2.0 * keys * (double)(Hkv * D);
 }
 
 static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
@@ -208,6 +216,12 @@ static const fe_case cases[] = {
      .tunables = {{"B_kv", 16}, {"kv_split", 2}}, .n_tunables = 2},
     {CASE("split_off", 5, 9, 4, 3, 41, 41, 64), .tunables = {{"B_kv", 16}, {"kv_split", 0}},
      .n_tunables = 2},
+    /* an f16 cache: the one-row items and the segments read it widened */
+    {CASE("f16/decode_gqa4", 8, 8, 4, 2, 48, 48, 64), .tunables = {{"B_kv", 16}}, .n_tunables = 1},
+    {CASE("f16/split_b16", 9, 9, 4, 3, 48, 48, 64), .tunables = {{"B_kv", 16}, {"kv_split", 4}},
+     .n_tunables = 2},
+    {CASE("f16/window_d40", 7, 8, 4, 1, 64, 64, 40), .params = {{"window", 9}}, .n_params = 1,
+     .tunables = {{"B_kv", 16}, {"kv_split", 2}}, .n_tunables = 2},
     {CASE("llama1b_12", 12, 32, 13, 8, 512, 512, 64), .extensive = true, .bench = true},
 };
 

@@ -3,6 +3,8 @@
  * check of those slots and positions, and the test shapes. mha.h describes the layout. */
 #include <stdio.h>
 
+#include <string.h>
+
 #include "ops/mha/mha.h"
 
 fe_status fe_slot_infer(fe_op_ctx *c, int x, int kv, int slots, int positions, int table) {
@@ -68,7 +70,8 @@ void fe_slot_operands(const fe_case *c, int x, int kv, int slots, int positions,
     const int64_t S = c->dims[2] / 10000, P = c->dims[2] % 10000, D = 2 * c->dims[3];
     int64_t xs[3] = {B, heads, D}, kvs[4] = {2 * N, S, Hkv, D}, ts[2] = {P, D};
     out[x] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 3, xs);
-    out[kv] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 4, kvs);
+    const fe_dtype kvt = strncmp(c->name, "f16/", 4) == 0 ? FE_DTYPE_F16 : FE_DTYPE_F32;
+    out[kv] = fe_tensor_contiguous(NULL, kvt, 4, kvs);
     out[slots] = out[positions] = fe_tensor_contiguous(NULL, FE_DTYPE_I32, 1, &B);
     out[table] = P ? fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, ts) : (fe_tensor){0};
 }
