@@ -17,10 +17,13 @@
 #
 # DEPTH=N: the decode only, 64 tokens after N in the cache (a long prompt, a chat history):
 # llama.cpp's `-d N`, ik_llama.cpp's `-gp N,64`, ferrum's prompt of N tokens. The peers keep
-# K and V in f16 by default, ferrum in f32 (twice the bytes a key).
+# K and V in f16 by default, ferrum in f32 (twice the bytes a key) unless FERRUM_ARGS says
+# otherwise: FERRUM_ARGS="--cache-type f16" gives ferrum the peers' cache (any generate
+# options, added to every ferrum run).
 #
 #   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \
 #   [LLAMA_BENCH_AVX2=/path/llama-bench IK_LLAMA_BENCH_AVX2=/path/llama-bench] [DEPTH=N] \
+#   [FERRUM_ARGS="--cache-type f16"] \
 #     bench/peers_llama_bench.sh MODEL.gguf [ROUNDS (default 3)] [FERRUM (default build/ferrum)]
 set -euo pipefail
 
@@ -34,6 +37,7 @@ rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 
 depth=${DEPTH:-0}
+read -r -a extra <<< "${FERRUM_ARGS:-}"
 case $depth in ''|*[!0-9]*) echo "peers_llama_bench: DEPTH must be a whole number" >&2; exit 2 ;; esac
 
 # peer NAME BINARY ARGS...: appends "NAME pp TOKS" and "NAME tg TOKS" (llama-bench's avg_ts);
@@ -61,10 +65,10 @@ for r in csv.DictReader(sys.stdin):
 ours() {
   local pre="" dec
   if [ "$depth" -gt 0 ]; then
-    dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len "$depth" -n 65 2>&1 >/dev/null)
+    dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len "$depth" -n 65 "${extra[@]}" 2>&1 >/dev/null)
   else
-    pre=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 1 --max-seq-len 1024 2>&1 >/dev/null)
-    dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 1 -n 65 --max-seq-len 1024 2>&1 >/dev/null)
+    pre=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 1 --max-seq-len 1024 "${extra[@]}" 2>&1 >/dev/null)
+    dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 1 -n 65 --max-seq-len 1024 "${extra[@]}" 2>&1 >/dev/null)
   fi
   python3 -c '
 import re, sys
@@ -80,7 +84,7 @@ isa=avx2
 grep -qw avx512f /proc/cpuinfo && isa=avx512
 grep -qw avx512_bf16 /proc/cpuinfo && isa="avx512 with bf16"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $isa;" \
-     "load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+     "load $(cut -d' ' -f1-3 /proc/loadavg) at the start; ferrum ${extra[*]:-(defaults)}"
 for r in $(seq "$rounds"); do
   echo "round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH"
