@@ -33,7 +33,9 @@ static int setup(void **state) {
     const char *path = lmfix_smollm2_path();
     if (!path || fe_lm_model_open(path, NULL, &f.m, NULL) != FE_OK) f.m = NULL;
     if (!f.m) return 0;
-    fe_batch_options o = {.slots = SLOTS, .max_seq_len = CTX, .chunk = CHUNK};
+    /* the caches in f16, as the sessions' default (fe_lm_session_options_default) */
+    fe_batch_options o = {.slots = SLOTS, .max_seq_len = CTX, .chunk = CHUNK,
+                          .kv_dtype = FE_DTYPE_F16};
     fe_error err = {0};
     if (fe_batch_create(f.m->dev, &f.m->w, &o, &f.b, &err) != FE_OK) {
         print_error("fe_batch_create: %s\n", err.message);

@@ -212,7 +212,7 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
                     "-c", "512", "--stop=</s>", "--stop", "END", "--min-p=0.05",
                     "--repeat-penalty", "1.1", "--repeat-last-n", "-1", "--presence-penalty",
                     "0.5", "--frequency-penalty=-0.5", "--json", "--top-k=40", "--decode-dot=f32",
-                    "--cache-type", "f16"};
+                    "--cache-type", "f32"};
     int argc = (int)(sizeof argv / sizeof argv[0]);
     assert_int_equal(fe_generate_parse(argc, argv, &a, &help, stderr), 0);
     assert_false(help);
@@ -231,7 +231,7 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
     assert_true(sp->presence_penalty == 0.5 && sp->frequency_penalty == -0.5);
     assert_true(a.json);
     assert_int_equal(a.sampling.top_k, 40);
-    assert_int_equal(a.cache_type, FE_LM_CACHE_F16);
+    assert_int_equal(a.cache_type, FE_LM_CACHE_F32);
     gen_args_deinit(&a);
     /* defaults: no seed given, penalties off, 64 tokens; after --, "-odd" is the MODEL */
     char *argv2[] = {"generate", "--", "-odd"};
@@ -241,7 +241,7 @@ static void options_take_equals_short_letters_and_a_double_dash(void **s) {
     assert_true(sp->repeat_penalty == 1 && sp->presence_penalty == 0 && sp->frequency_penalty == 0);
     assert_int_equal(a.num_tokens, 64);
     assert_int_equal(a.n_stop, 0);
-    assert_int_equal(a.cache_type, FE_LM_CACHE_F32);
+    assert_int_equal(a.cache_type, FE_LM_CACHE_F16); /* the default */
     assert_null(a.prompt);
     assert_null(a.prompt_text);
     gen_args_deinit(&a);

@@ -523,7 +523,10 @@ static void bad_input_is_answered_not_crashed(void **st) {
     assert_int_equal(fe_lm_session_create(model, &so, &big, &err), FE_E_INVALID);
     assert_null(big);
     assert_non_null(strstr(err.message, "cache_type 7"));
-    fe_lm_session *s32 = session(64, 0);
+    so.cache_type = FE_LM_CACHE_F32;
+    so.max_seq_len = 64;
+    fe_lm_session *s32 = NULL;
+    if (fe_lm_session_create(model, &so, &s32, &err) != FE_OK) fail_msg("%s", err.message);
     so.cache_type = FE_LM_CACHE_F16;
     so.max_seq_len = 64;
     so.prefill_dot = FE_LM_PREFILL_DOT_F32;

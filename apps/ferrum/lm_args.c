@@ -333,14 +333,15 @@ static const char *const cache_types[] = {"f32", "f16", NULL};
 
 arg_opt cache_type_option(int64_t *choice) {
     return (arg_opt){"cache-type", 0, ARG_CHOICE, NULL,
-                     "the KV cache's keys and values: f32 is exact; f16 takes half the memory "
-                     "and half the bytes a decode step's attention reads, each new key and value "
-                     "rounded to f16 once (llama.cpp's default -ctk/-ctv f16)", "f32",
+                     "the KV cache's keys and values: f16 takes half the memory and half the "
+                     "bytes a decode step's attention reads, each new key and value rounded to "
+                     "f16 once (as llama.cpp's default -ctk/-ctv f16; KL to f32 ~2e-7); f32 is "
+                     "exact", "f16",
                      .choices = cache_types, .i = choice};
 }
 
 fe_lm_cache_type cache_type_of(int64_t choice) {
-    return choice == 1 ? FE_LM_CACHE_F16 : FE_LM_CACHE_F32;
+    return choice == 0 ? FE_LM_CACHE_F32 : FE_LM_CACHE_F16;
 }
 
 int tuning_options(tuning_args *a, arg_opt *t) {

@@ -226,9 +226,10 @@ typedef struct fe_lm_sampling {
 /* Greedy, top_p 1, repeat_penalty 1, repeat_last_n 64, no penalties. */
 FE_API fe_lm_sampling fe_lm_sampling_default(void);
 
-/* The KV cache's keys and values: f32 (exact) or f16 (half the memory, and half the bytes
- * each decode step's attention reads; every new key and value rounded to f16 once, as
- * llama.cpp's default cache type keeps them) */
+/* The KV cache's keys and values: f16 (the options' defaults: half the memory, and half the
+ * bytes each decode step's attention reads; every new key and value rounded to f16 once, as
+ * llama.cpp's default cache type keeps them; KL to the f32 cache ~2e-7 on SmolLM2) or f32
+ * (exact; the zero value of a struct not made by the defaults function) */
 typedef enum fe_lm_cache_type {
     FE_LM_CACHE_F32 = 0,
     FE_LM_CACHE_F16,
@@ -239,7 +240,7 @@ typedef struct fe_lm_session_options {
     int64_t chunk;        /* prefill rows per call; 0: 512 (at most max_seq_len) */
     fe_lm_prefill_dot prefill_dot;
     fe_lm_decode_dot decode_dot;
-    fe_lm_cache_type cache_type; /* default f32 */
+    fe_lm_cache_type cache_type; /* default f16 */
     bool each_step;       /* one dispatch per step instead of per call */
     bool verbose;         /* print the graph's packaging and per-call values */
     bool profiling;       /* time every step (fe_graph_write_profile on the session's graph) */
@@ -372,7 +373,7 @@ typedef struct fe_lm_batch_options {
     int64_t chunk;        /* prefill rows per step and slot; 0: 256 */
     fe_lm_prefill_dot prefill_dot;
     fe_lm_decode_dot decode_dot;
-    fe_lm_cache_type cache_type; /* default f32 */
+    fe_lm_cache_type cache_type; /* default f16 */
 } fe_lm_batch_options;
 
 FE_API fe_lm_batch_options fe_lm_batch_options_default(void);

@@ -79,8 +79,11 @@ static void edge_from_run(FILE *f, int vi, const fe_view *w, const char *id, fol
 }
 
 fe_status fe_graph_dot(const fe_graph *g, FILE *f) {
-    fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n",
-            g->name);
+    /* newrank: ranks over the whole graph, clusters included; without it Graphviz 2.43's
+     * spline routing failed ("triangulation failed") on the causal graph once its f16 caches
+     * put a Convert step after V's product and K's RoPE */
+    fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  newrank=true;\n"
+            "  node [fontname=\"Helvetica\", fontsize=10];\n", g->name);
     for (int var = 0; var < g->n_vars; var++)
         fprintf(f, "  var%d [shape=diamond, style=filled, fillcolor=lightyellow, label=\"%s\\n(%s)\"];\n",
                 var, g->vars[var].name,

@@ -45,7 +45,9 @@ struct fe_lm_batch {
     fe_error err;
 };
 
-fe_lm_batch_options fe_lm_batch_options_default(void) { return (fe_lm_batch_options){.slots = 4}; }
+fe_lm_batch_options fe_lm_batch_options_default(void) {
+    return (fe_lm_batch_options){.slots = 4, .cache_type = FE_LM_CACHE_F16};
+}
 const char *fe_lm_batch_message(const fe_lm_batch *b) { return b ? b->err.message : "no batch (NULL)"; }
 int fe_lm_batch_slots(const fe_lm_batch *b) { return b ? b->n_slots : 0; }
 

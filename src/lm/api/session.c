@@ -17,7 +17,8 @@ _Static_assert((int)FE_LM_PREFILL_DOT_F32 == (int)FE_PREFILL_DOT_F32 &&
                (int)FE_LM_DECODE_DOT_F32 == (int)FE_DECODE_DOT_F32, "dot choices differ");
 
 fe_lm_session_options fe_lm_session_options_default(void) {
-    return (fe_lm_session_options){.sampling = fe_lm_sampling_default()};
+    return (fe_lm_session_options){.sampling = fe_lm_sampling_default(),
+                                   .cache_type = FE_LM_CACHE_F16};
 }
 
 const char *fe_lm_session_message(const fe_lm_session *s) { return s ? s->err.message : "no session (NULL)"; }
