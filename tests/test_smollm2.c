@@ -506,35 +506,42 @@ static int keep_decoded(void *user, int32_t tok, const float *logits) {
     return ++d->n >= d->cap;
 }
 
-static void int8_decode_stays_close_to_f32(void **state) {
-    (void)state;
-    need_model();
+/* Model m's prompt (the fixture's f32 run's) and G greedy decode steps from it, against the
+ * f32 model's teacher-forced logits over the same ids: the statistics, printed as `what`. */
+enum { DECODE_G = 48 };
+static fe_kl_stats decode_against_f32(fe_causal *m, const char *what) {
     ref_run *r = find_run("f32");
-    enum { G = 48 };
     int np = S.ref.n_prompt;
     int64_t V = S.cfg.vocab;
-    int32_t *ids = malloc((size_t)(np + G + 1) * sizeof *ids);
-    float *got = malloc((size_t)G * (size_t)V * sizeof *got);
-    float *ref = malloc((size_t)(np + G) * (size_t)V * sizeof *ref);
+    int32_t *ids = malloc((size_t)(np + DECODE_G + 1) * sizeof *ids);
+    float *got = malloc((size_t)DECODE_G * (size_t)V * sizeof *got);
+    float *ref = malloc((size_t)(np + DECODE_G) * (size_t)V * sizeof *ref);
     assert_true(ids && got && ref);
     memcpy(ids, r->ids, (size_t)np * sizeof *ids);
     const float *logits;
     int32_t next;
-    if (fe_causal_prompt(S.m8, ids, np, &logits, &next) != FE_OK) fail_msg("%s", fe_causal_message(S.m8));
+    if (fe_causal_prompt(m, ids, np, &logits, &next) != FE_OK) fail_msg("%s", fe_causal_message(m));
     ids[np] = next;
-    decoded d = {0, G, ids + np + 1, got, V};
-    if (fe_causal_decode(S.m8, G, keep_decoded, &d) != FE_OK) fail_msg("%s", fe_causal_message(S.m8));
-    assert_int_equal(d.n, G);
+    decoded d = {0, DECODE_G, ids + np + 1, got, V};
+    if (fe_causal_decode(m, DECODE_G, keep_decoded, &d) != FE_OK) fail_msg("%s", fe_causal_message(m));
+    assert_int_equal(d.n, DECODE_G);
     /* got[j] was computed at position np + j (after ids[np + j]) */
-    if (fe_causal_teacher_forced(S.m, ids, np + G, ref) != FE_OK) fail_msg("%s", fe_causal_message(S.m));
+    if (fe_causal_teacher_forced(S.m, ids, np + DECODE_G, ref) != FE_OK) fail_msg("%s", fe_causal_message(S.m));
     fe_kl_stats k;
-    assert_int_equal(fe_kl_compare(ref + (int64_t)np * V, got, G, V, &k), FE_OK);
-    print_message("int8 decode against f32 over %d tokens: KL mean %.3g p90 %.3g max %.3g, top-1 "
-                  "mismatches %d, max |dlogit| %.3g of spread %.3g\n", G, k.mean, k.p90, k.max,
-                  k.top1_mismatches, k.max_abs_diff, k.spread);
-    assert_true(k.mean <= 0.01 && k.p90 <= 0.02 && k.max <= 0.1); /* inside the seed's floor */
-    assert_true(k.top1_mismatches <= G / 8);
+    assert_int_equal(fe_kl_compare(ref + (int64_t)np * V, got, DECODE_G, V, &k), FE_OK);
+    print_message("%s against f32 over %d tokens: KL mean %.3g p90 %.3g max %.3g, top-1 "
+                  "mismatches %d, max |dlogit| %.3g of spread %.3g\n", what, DECODE_G, k.mean,
+                  k.p90, k.max, k.top1_mismatches, k.max_abs_diff, k.spread);
     free(ids), free(got), free(ref);
+    return k;
+}
+
+static void int8_decode_stays_close_to_f32(void **state) {
+    (void)state;
+    need_model();
+    fe_kl_stats k = decode_against_f32(S.m8, "int8 decode");
+    assert_true(k.mean <= 0.01 && k.p90 <= 0.02 && k.max <= 0.1); /* inside the seed's floor */
+    assert_true(k.top1_mismatches <= DECODE_G / 8);
 }
 
 /* The KV cache in f16 (--cache-type f16): the prompt (its chunk's attention on the
@@ -546,33 +553,11 @@ static void f16_cache_stays_close_to_f32_cache(void **state) {
     (void)state;
     need_model();
     fe_causal *m16 = make_model_kv(&S.w, false, FE_DTYPE_F16);
-    ref_run *r = find_run("f32");
-    enum { G = 48 };
-    int np = S.ref.n_prompt;
-    int64_t V = S.cfg.vocab;
-    int32_t *ids = malloc((size_t)(np + G + 1) * sizeof *ids);
-    float *got = malloc((size_t)G * (size_t)V * sizeof *got);
-    float *ref = malloc((size_t)(np + G) * (size_t)V * sizeof *ref);
-    assert_true(ids && got && ref);
-    memcpy(ids, r->ids, (size_t)np * sizeof *ids);
-    const float *logits;
-    int32_t next;
-    if (fe_causal_prompt(m16, ids, np, &logits, &next) != FE_OK) fail_msg("%s", fe_causal_message(m16));
-    ids[np] = next;
-    decoded d = {0, G, ids + np + 1, got, V};
-    if (fe_causal_decode(m16, G, keep_decoded, &d) != FE_OK) fail_msg("%s", fe_causal_message(m16));
-    assert_int_equal(d.n, G);
-    if (fe_causal_teacher_forced(S.m, ids, np + G, ref) != FE_OK) fail_msg("%s", fe_causal_message(S.m));
-    fe_kl_stats k;
-    assert_int_equal(fe_kl_compare(ref + (int64_t)np * V, got, G, V, &k), FE_OK);
-    print_message("f16 cache against f32 over %d tokens: KL mean %.3g p90 %.3g max %.3g, top-1 "
-                  "mismatches %d, max |dlogit| %.3g of spread %.3g\n", G, k.mean, k.p90, k.max,
-                  k.top1_mismatches, k.max_abs_diff, k.spread);
+    fe_kl_stats k = decode_against_f32(m16, "f16 cache");
+    fe_causal_destroy(m16);
     assert_true(k.max_abs_diff > 0);
     assert_true(k.mean <= 1e-5 && k.max <= 1e-4); /* measured 2.3e-7, 1.8e-6 */
     assert_int_equal(k.top1_mismatches, 0);
-    fe_causal_destroy(m16);
-    free(ids), free(got), free(ref);
 }
 
 static void f32_top1_is_llama_cpp_where_decided(void **state) { (void)state; check_top1("f32"); }
