@@ -41,7 +41,7 @@ typedef struct tune_model_args {
     const char *packaging;
     bool remeasure, write_profile, skip_measure;
     const char *profile_out;
-    int64_t context, chunk;
+    int64_t context, chunk, cache_type;
     double budget;
 } tune_model_args;
 
@@ -157,6 +157,7 @@ static int session(fe_lm_model *m, const tune_model_args *a, const fe_profile *p
     so.max_seq_len = a->context;
     so.chunk = a->chunk;
     so.each_step = strcmp(a->packaging, "each_step") == 0;
+    so.cache_type = cache_type_of(a->cache_type);
     so.profile = p;
     so.folds = folds;
     so.fold_price = price;
@@ -269,8 +270,9 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     char desc[256];
     fe_device_describe(dev, desc, sizeof desc);
     FILE *f = io->out;
-    fprintf(f, "device: %s\nmodel: %s, packaging %s, context %lld, chunk %lld\n", desc,
-            a->model.model, a->packaging, (long long)a->context, (long long)a->chunk);
+    fprintf(f, "device: %s\nmodel: %s, packaging %s, context %lld, chunk %lld, KV cache %s\n",
+            desc, a->model.model, a->packaging, (long long)a->context, (long long)a->chunk,
+            cache_type_of(a->cache_type) == FE_LM_CACHE_F16 ? "f16" : "f32");
     fprintf(f, "cost table: %s (%d designs, %d from the cache or the last table)\n", path,
             fe_cost_table_designs(table), fe_cost_table_reused(table));
     fprintf(f, "unfolded: %s (%d designs, %d from the cache or the last table); both in %.1f s\n",
@@ -454,8 +456,8 @@ done:
 
 int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
     tune_model_args a = {.model = model_args_default(), .packaging = "fused", .context = 1024,
-                         .chunk = 512, .budget = 300};
-    arg_opt opts[MODEL_MAX_OPTS + 9];
+                         .chunk = 512, .budget = 300, .cache_type = -1};
+    arg_opt opts[MODEL_MAX_OPTS + 10];
     int n = model_options(&a.model, true, opts);
     const arg_opt more[] = {
         {"packaging", 0, ARG_CHOICE, NULL, "fused: one dispatch per call; each_step: one per "
@@ -469,6 +471,7 @@ int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
          "the session's cache rows", "1024", .lo = 2, .hi = 1 << 20, .i = &a.context},
         {"chunk", 0, ARG_INT, "N", "prefill rows per call, as generate's", "512", .lo = 1,
          .hi = 1 << 16, .i = &a.chunk},
+        cache_type_option(&a.cache_type),
         {"budget-ms", 0, ARG_FLOAT, "MS", "time one figure may take before its repeats stop",
          "300", .flo = 1, .fhi = 60000, .f = &a.budget},
         {"no-measure", 0, ARG_FLAG, NULL, "print the modelled call times only (the calls are "
