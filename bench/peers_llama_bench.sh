@@ -17,13 +17,12 @@
 #
 # DEPTH=N: the decode only, 64 tokens after N in the cache (a long prompt, a chat history):
 # llama.cpp's `-d N`, ik_llama.cpp's `-gp N,64`, ferrum's prompt of N tokens. The peers keep
-# K and V in f16 by default, ferrum in f32 (twice the bytes a key) unless FERRUM_ARGS says
-# otherwise: FERRUM_ARGS="--cache-type f16" gives ferrum the peers' cache (any generate
-# options, added to every ferrum run).
+# K and V in f16 by default, as ferrum does (its --cache-type default). FERRUM_ARGS adds
+# generate options to every ferrum run, e.g. "--cache-type f32" for the exact cache.
 #
 #   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \
 #   [LLAMA_BENCH_AVX2=/path/llama-bench IK_LLAMA_BENCH_AVX2=/path/llama-bench] [DEPTH=N] \
-#   [FERRUM_ARGS="--cache-type f16"] \
+#   [FERRUM_ARGS="--cache-type f32"] \
 #     bench/peers_llama_bench.sh MODEL.gguf [ROUNDS (default 3)] [FERRUM (default build/ferrum)]
 set -euo pipefail
 
