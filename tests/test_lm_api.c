@@ -528,7 +528,6 @@ static void bad_input_is_answered_not_crashed(void **st) {
     fe_lm_session *s32 = NULL;
     if (fe_lm_session_create(model, &so, &s32, &err) != FE_OK) fail_msg("%s", err.message);
     so.cache_type = FE_LM_CACHE_F16;
-    so.max_seq_len = 64;
     so.prefill_dot = FE_LM_PREFILL_DOT_F32;
     if (fe_lm_session_create(model, &so, &big, &err) != FE_OK) fail_msg("%s", err.message);
     assert_int_equal(fe_lm_session_kv_bytes(big) * 2, fe_lm_session_kv_bytes(s32));

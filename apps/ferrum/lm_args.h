@@ -69,7 +69,7 @@ int tuning_load(const tuning_args *a, fe_lm_model *m, const char *cmd, const fe_
                 fe_profile **p);
 
 /* The table entry --cache-type f32|f16 (the KV cache's dtype), pointing into *choice (-1:
- * not given); cache_type_of turns what was parsed into the session's option (default f32). */
+ * not given); cache_type_of turns what was parsed into the session's option (default f16). */
 arg_opt cache_type_option(int64_t *choice);
 fe_lm_cache_type cache_type_of(int64_t choice);
 

@@ -278,7 +278,6 @@ static bool fold_drain(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     const fe_view *src = fe_trace_view(t, (fe_h){ps->operand[o]});
     if (!same_shape(src, dst) || (!ps->op->operands[o].strided && !fe_view_is_contiguous(dst)))
         return false;
-    if (src->dtype != dst->dtype) return false; /* a Copy never converts; kept for safety */
     take_output(t, gone, p, c);
     site->kind = FE_FOLD_DRAIN;
     site->into[site->n_into++] = ps->label;

@@ -6,6 +6,9 @@
  * writes past its view. FE_KSUFFIX names the ISA for kernel symbols: FE_KNAME(add) is
  * fe_add_avx512 in the AVX-512 object.
  *
+ * v_load_f16 and v_store_f16 move VW IEEE halves (an f16 KV cache): widened exactly, and
+ * rounded to nearest, ties to even, as fe_f32_to_f16 rounds (F16C and AVX-512 alike).
+ *
  * exp, tanh and erf are our own (Cephes-style polynomials): exp within ~2 ulp on
  * [-87, 88], tanh within ~3e-7 absolute, erf within 1.5e-7 absolute (Abramowitz-Stegun
  * 7.1.26). Operators declare tolerances that cover these. */
@@ -15,6 +18,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "ferrum/core.h" /* fe_f16_to_f32, fe_f32_to_f16: the scalar build's f16 */
 
 /* The Makefile names the build it makes (-DFE_BUILD_SCALAR / _AVX2 / _AVX512 beside the ISA's
  * flags); a name and flags that disagree would file kernels under the wrong ISA. */
@@ -37,6 +42,16 @@ static inline vf v_load_n(const float *p, int64_t n) {
 }
 static inline void v_store_n(float *p, vf v, int64_t n) {
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
+}
+static inline vf v_load_f16(const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline vf v_load_f16_n(const uint16_t *p, int64_t n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), p));
+}
+static inline void v_store_f16(uint16_t *p, vf v) {
+    _mm256_storeu_si256((__m256i *)p,
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 /* non-temporal when p is 64-byte aligned */
 static inline void v_stream(float *p, vf v) {
@@ -95,6 +110,17 @@ static inline vf v_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void v_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf v_load_n(const float *p, int64_t n) { return _mm256_maskload_ps(p, v_tail(n)); }
 static inline void v_store_n(float *p, vf v, int64_t n) { _mm256_maskstore_ps(p, v_tail(n), v); }
+static inline vf v_load_f16(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline vf v_load_f16_n(const uint16_t *p, int64_t n) { /* no masked 16-bit load */
+    uint16_t t[8] = {0};
+    for (int64_t c = 0; c < n; c++) t[c] = p[c];
+    return v_load_f16(t);
+}
+static inline void v_store_f16(uint16_t *p, vf v) {
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 static inline void v_stream(float *p, vf v) {
     if (((uintptr_t)p & 31) == 0) _mm256_stream_ps(p, v);
     else _mm256_storeu_ps(p, v);
@@ -151,6 +177,9 @@ static inline vf v_load(const float *p) { return *p; }
 static inline void v_store(float *p, vf v) { *p = v; }
 static inline vf v_load_n(const float *p, int64_t n) { return n > 0 ? *p : 0.0f; }
 static inline void v_store_n(float *p, vf v, int64_t n) { if (n > 0) *p = v; }
+static inline vf v_load_f16(const uint16_t *p) { return fe_f16_to_f32(*p); }
+static inline vf v_load_f16_n(const uint16_t *p, int64_t n) { return n > 0 ? fe_f16_to_f32(*p) : 0.0f; }
+static inline void v_store_f16(uint16_t *p, vf v) { *p = fe_f32_to_f16(v); }
 static inline void v_stream(float *p, vf v) { *p = v; }
 static inline int64_t v_stream_head(const float *p) { (void)p; return 0; }
 static inline vf v_set1(float x) { return x; }

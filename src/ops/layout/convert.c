@@ -31,16 +31,9 @@ static const fe_value_decl values[] = {
 };
 
 static fe_status infer(fe_op_ctx *c) {
-    const fe_tensor *x = &c->operands[0], *y = &c->operands[1];
-    bool same = x->rank == y->rank;
-    for (int i = 0; same && i < x->rank; i++) same = x->shape[i] == y->shape[i];
-    if (!same) {
-        char sx[96], sy[96];
-        fe_shape_format(x->rank, x->shape, sx, sizeof sx);
-        fe_shape_format(y->rank, y->shape, sy, sizeof sy);
-        return fe_op_refuse(c, FE_E_SHAPE, "x has shape %s but y has %s: Convert keeps the "
-                            "shape and changes only the dtype; give y the shape %s", sx, sy, sx);
-    }
+    const fe_tensor *x = &c->operands[0];
+    fe_status st = fe_op_same_shape(c, 0, 1);
+    if (st != FE_OK) return st;
     for (int i = 0; i < FE_MAX_RANK; i++) c->ext[i] = i < x->rank ? x->shape[i] : 1;
     return FE_OK;
 }
@@ -51,34 +44,11 @@ static void shape_out(fe_op_ctx *c) {
     c->operands[1] = (fe_tensor){.rank = 0, .dtype = FE_DTYPE_COUNT};
 }
 
-/* one value of dtype dt at p, as f32 (exact) */
-static float convert_load(fe_dtype dt, const char *p) {
-    uint16_t h;
-    float f;
-    switch (dt) {
-    case FE_DTYPE_F16: memcpy(&h, p, 2); return fe_f16_to_f32(h);
-    case FE_DTYPE_BF16: memcpy(&h, p, 2); return fe_bf16_to_f32(h);
-    default: memcpy(&f, p, 4); return f;
-    }
-}
-
-/* f rounded to dtype dt, stored at p */
-static void convert_store(fe_dtype dt, char *p, float f) {
-    uint16_t h;
-    switch (dt) {
-    case FE_DTYPE_F16: h = fe_f32_to_f16(f); memcpy(p, &h, 2); break;
-    case FE_DTYPE_BF16: h = fe_f32_to_bf16(f); memcpy(p, &h, 2); break;
-    default: memcpy(p, &f, 4); break;
-    }
-}
-
 static void reference(const fe_args *a, const fe_design *d) {
     const fe_dtype xt = d->dtypes[0], yt = d->dtypes[1];
-    const size_t xs = fe_dtype_info(xt)->size, ys = fe_dtype_info(yt)->size;
     const int64_t n = a->v[0] * a->ext[1] * a->ext[2] * a->ext[3];
-    const char *x = a->t[0].data;
-    char *y = a->t[1].data;
-    for (int64_t i = 0; i < n; i++) convert_store(yt, y + i * (int64_t)ys, convert_load(xt, x + i * (int64_t)xs));
+    for (int64_t i = 0; i < n; i++)
+        fe_convert_put(yt, a->t[1].data, i, fe_convert_get(xt, a->t[0].data, i));
 }
 
 /* one read of x and one write of y; no arithmetic counted */

@@ -17,6 +17,19 @@
 
 enum { COPY_WIDTH };
 enum { CONVERT_WIDTH };
+
+/* Convert's values one at a time (its reference, and its kernels' tails and other pairs):
+ * element i of p in dtype dt (f32, f16 or bf16) as f32, exactly; f rounded into it */
+static inline float fe_convert_get(fe_dtype dt, const void *p, int64_t i) {
+    if (dt == FE_DTYPE_F16) return fe_f16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == FE_DTYPE_BF16) return fe_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+static inline void fe_convert_put(fe_dtype dt, void *p, int64_t i, float f) {
+    if (dt == FE_DTYPE_F16) ((uint16_t *)p)[i] = fe_f32_to_f16(f);
+    else if (dt == FE_DTYPE_BF16) ((uint16_t *)p)[i] = fe_f32_to_bf16(f);
+    else ((float *)p)[i] = f;
+}
 enum { TR_WIDTH, TR_BLOCK };
 
 /* Test cases. A layout case's shape is dims[0 .. n_dims-1]. Params cannot carry the dtype

@@ -167,12 +167,6 @@ static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
 
 /* Plain double, one (row, head) at a time, straight from the definition: the mask is taken
  * key by key, independently of fe_mha_keys. */
-/* element i of k or v (f32 or f16) as a double */
-static double kv_at(const fe_tensor *t, int64_t i) {
-    if (t->dtype == FE_DTYPE_F16) return fe_f16_to_f32(((const uint16_t *)t->data)[i]);
-    return ((const float *)t->data)[i];
-}
-
 static void reference(const fe_args *a, const fe_design *d) {
     const float *q = a->t[0].data;
     const fe_tensor *k = &a->t[1], *v = &a->t[2];
@@ -195,7 +189,8 @@ static void reference(const fe_args *a, const fe_design *d) {
                 sc[j] = -INFINITY;
                 if (!in) continue;
                 double dot = 0;
-                for (int64_t c = 0; c < D; c++) dot += (double)qv[c] * kv_at(k, (j * Hkv + hk) * D + c);
+                for (int64_t c = 0; c < D; c++)
+                    dot += (double)qv[c] * fe_mha_kv_at(k, (j * Hkv + hk) * D + c);
                 sc[j] = scale * dot;
                 mx = fmax(mx, sc[j]);
             }
@@ -204,7 +199,8 @@ static void reference(const fe_args *a, const fe_design *d) {
                 if (sc[j] == -INFINITY) continue;
                 double e = exp(sc[j] - mx);
                 sum += e;
-                for (int64_t c = 0; c < D; c++) acc[c] += e * kv_at(v, (j * Hkv + hk) * D + c);
+                for (int64_t c = 0; c < D; c++)
+                    acc[c] += e * fe_mha_kv_at(v, (j * Hkv + hk) * D + c);
             }
             for (int64_t c = 0; c < D; c++)
                 out[(i * Hq + h) * D + c] = sum > 0 ? (float)(acc[c] / sum) : 0.0f;

@@ -88,6 +88,12 @@ static inline void fe_mha_resolve_rows(fe_op_ctx *c) {
     }
 }
 
+/* Element i of a cache (k, v or a slotted kv: f32 or f16) as a double: the references'. */
+static inline double fe_mha_kv_at(const fe_tensor *t, int64_t i) {
+    if (t->dtype == FE_DTYPE_F16) return fe_f16_to_f32(((const uint16_t *)t->data)[i]);
+    return ((const float *)t->data)[i];
+}
+
 /* The factor on q . k: the scale param, or 1 / sqrt(D) when it is 0. */
 static inline double fe_mha_scale(const fe_design *d, int64_t head_dim) {
     double s = d->params[MHA_P_SCALE];

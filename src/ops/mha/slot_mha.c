@@ -100,12 +100,6 @@ static size_t workspace(const fe_args *a, const fe_design *d, int nth) {
 
 /* Plain double, one (row, head) at a time, straight from the definition: q turned in double,
  * the mask taken key by key, independently of fe_mha_keys. */
-/* element i of kv (f32 or f16) as a double */
-static double kv_at(const fe_tensor *t, int64_t i) {
-    if (t->dtype == FE_DTYPE_F16) return fe_f16_to_f32(((const uint16_t *)t->data)[i]);
-    return ((const float *)t->data)[i];
-}
-
 static void reference(const fe_args *a, const fe_design *d) {
     const float *q = a->t[SLOT_Q].data, *table = a->t[SLOT_TABLE].data;
     const fe_tensor *kv = &a->t[SLOT_KV];
@@ -137,7 +131,8 @@ static void reference(const fe_args *a, const fe_design *d) {
                 sc[j] = -INFINITY;
                 if (w != 0 && j <= p - w) continue;
                 double dot = 0;
-                for (int64_t c = 0; c < D; c++) dot += qd[c] * kv_at(kv, k + (j * Hkv + hk) * D + c);
+                for (int64_t c = 0; c < D; c++)
+                    dot += qd[c] * fe_mha_kv_at(kv, k + (j * Hkv + hk) * D + c);
                 sc[j] = scale * dot;
                 mx = fmax(mx, sc[j]);
             }
@@ -146,7 +141,8 @@ static void reference(const fe_args *a, const fe_design *d) {
                 if (sc[j] == -INFINITY) continue;
                 double e = exp(sc[j] - mx);
                 sum += e;
-                for (int64_t c = 0; c < D; c++) acc[c] += e * kv_at(kv, v + (j * Hkv + hk) * D + c);
+                for (int64_t c = 0; c < D; c++)
+                    acc[c] += e * fe_mha_kv_at(kv, v + (j * Hkv + hk) * D + c);
             }
             for (int64_t c = 0; c < D; c++) out[(r * Hq + h) * D + c] = (float)(acc[c] / sum);
         }
