@@ -202,8 +202,8 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
  * so that they come from memory as a model's do, against KC 384 / NC 2048: q4_1 512 x 1536 x
  * 576 +4.7 %, 512 x 576 x 1536 +5.6 %, q8_0 512 x 2048 x 2048 +6.1 %, 512 x 2048 x 8192
  * +1.5 %; AVX2's half-rate tile ran 0-6 % slower at NC 512, so it keeps the LLC's share.
- * int8_dot = 2 (pairs16.inc) packs at 2.125 bytes a weight, 32 columns a panel: KC 256 by
- * the same rule, and NC a third of L2 as on AVX-512 (its panel stays in L1 either way; NC
+ * int8_dot = 2 (pairs16.inc) packs at 2.125 bytes a weight, 16 columns a panel: KC 512 by
+ * the same rule (its cap), and NC a third of L2 as on AVX-512 (256) (its panel stays in L1 either way; NC
  * bounds the strip of C each K block walks again). */
 static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, double l1,
                                 double l2) {
@@ -633,9 +633,12 @@ static const fe_case cases[] = {
     {.name = "q4_1/int8_madd", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     /* the int16 k-pairs pinned (AVX2's q8_0 default; elsewhere resolve turns it to the
-     * device's own): an odd M (a one-row tile), N past a 32-column panel, K over 4 K blocks
-     * of 256 and a 64-column rest */
+     * device's own): M past the last 4-row tile by 3 (rows one at a time), N past a
+     * 16-column panel, K over 2 K blocks of 512 and a 64-column rest; with the residual
+     * too, which the rows past the last tile must take from their own row */
     {.name = "q8_0/int8_pairs16", SHAPE(31, 97, 1088), I8, .absent = NO_RES,
+     .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
+    {.name = "q8_0/int8_pairs16_res", SHAPE(31, 37, 1088), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
     /* q8_0 from the GEMV's panels pinned, so an AVX2 machine (rows by default) checks it */
     {.name = "q8_0/int8_panels", SHAPE(29, 65, 736), I8, .absent = NO_RES,

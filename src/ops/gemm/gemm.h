@@ -91,11 +91,13 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_NR_I8_AVX2 8
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
-/* int8_dot = 2 (pairs16.inc: q8_0 on AVX2 by int16 k-pairs and vpmaddwd): 2 rows x 32
- * columns, 8 int32 sums, four B vectors, one broadcast of A; per column and 32-block 16
+/* int8_dot = 2 (pairs16.inc: q8_0 on AVX2 by int16 k-pairs and vpmaddwd): 4 rows x 16
+ * columns, 8 int32 sums, two B vectors, one broadcast of A; per column and 32-block 16
  * words of int16 pairs and d */
-#define GM_MR_W16_AVX2 2
-#define GM_NR_W16_AVX2 32
+#ifndef GM_MR_W16_AVX2 /* (overridable with -D for trying other tiles) */
+#define GM_MR_W16_AVX2 4
+#define GM_NR_W16_AVX2 16
+#endif
 #define GM_W16_BLOCK_WORDS 17
 enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16 }; /* int8_dot choices */
 /* whether b_panels = 1 serves, on AVX2 or AVX-512 (the scalar kernel reads B's rows as
