@@ -72,8 +72,11 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
  * B vectors, A broadcast from memory (32 registers); AVX2: 12 + 2 + 1 of 16 ymm. */
 #define GM_MR_AVX512 14
 #define GM_NR_AVX512 32
+/* (AVX2: 5 x 16 and 3 x 32 ran the Llama 1B shape's BF16 prefill 4-8 % slower than 6 x 16) */
+#ifndef GM_MR_AVX2 /* (overridable with -D for trying other tiles) */
 #define GM_MR_AVX2 6
 #define GM_NR_AVX2 16
+#endif
 #define GM_MR_SCALAR 4
 #define GM_NR_SCALAR 4
 #define GM_MAX_MR 16
@@ -87,8 +90,12 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
  * broadcast, ones. The scalar kernel dots B's rows as stored, in the scalar tile. */
 #define GM_MR_I8_AVX512 6
 #define GM_NR_I8_AVX512 32
+/* (AVX2: 3 x 16 ran bench_gemm's q4_0, q4_1 and q5_0 cases 1-8 % faster than 4 x 8, but
+ * SmolLM2's prefill alike and Gemma's 2 % slower; 4 x 16, 2 x 16 and 6 x 8 slower) */
+#ifndef GM_MR_I8_AVX2 /* (overridable with -D for trying other tiles) */
 #define GM_MR_I8_AVX2 4
 #define GM_NR_I8_AVX2 8
+#endif
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
 /* int8_dot = 2 (pairs16.inc: q8_0 on AVX2 by int16 k-pairs and vpmaddwd): 4 rows x 16
