@@ -1,7 +1,9 @@
 /* tests/test_fold.c: the fold pass (graph/fold.c) on small graphs written plainly. Each kind
  * is found: a SiLU and then a residual add into a GEMM's epilogue (a chain), a residual add
  * into a GEMV's epilogue with the RMSNorm before it in its prologue, a Copy into a state into
- * its producer's drain. The folded graph gives the unfolded graph's results bit for bit (and
+ * its producer's drain; a gated product (SiLU of one GEMM times another) with a residual add
+ * after it into the two GEMMs, the product as the later GEMM's multiplier, and not where the
+ * GEMM already adds a residual. The folded graph gives the unfolded graph's results bit for bit (and
  * its reference agrees), fold = none changes nothing, a fold whose intermediate another step
  * reads is not taken, priced keeps only what its price says, and priced without a price is
  * refused naming the fix. */
@@ -60,6 +62,34 @@ static fe_status drain_body(fe_trace *t, const void *model) {
     fe_val pos = fe_scratchpad(t, "pos");
     fe_copy_into(t, fe_at(t, cache, 0, pos, fe_const(1)), y);
     fe_output(t, fe_apply(t, "SiLU", &cache, 1, NULL, 0, NULL, 0));
+    return fe_trace_status(t);
+}
+
+/* z = silu(x w^T) * (x wd^T) + r over a chunk: GEMM, SiLU, GEMM, ElementwiseMul, ElementwiseAdd
+ * (a SwiGLU written plainly, with the residual after it) */
+static fe_status gated_body(fe_trace *t, const void *model) {
+    (void)model;
+    fe_h x = fe_input(t, "x");
+    fe_h gin[2] = {x, fe_weight(t, "w")}, uin[2] = {x, fe_weight(t, "wd")};
+    fe_h g = fe_apply(t, "GEMM", gin, 2, NULL, 0, NULL, 0);
+    fe_h s = fe_apply(t, "SiLU", &g, 1, NULL, 0, NULL, 0);
+    fe_h u = fe_apply(t, "GEMM", uin, 2, NULL, 0, NULL, 0);
+    fe_h mul[2] = {s, u};
+    fe_h p = fe_apply(t, "ElementwiseMul", mul, 2, NULL, 0, NULL, 0);
+    fe_h add[2] = {p, fe_input(t, "r")};
+    fe_output(t, fe_apply(t, "ElementwiseAdd", add, 2, NULL, 0, NULL, 0));
+    return fe_trace_status(t);
+}
+
+/* (x w^T + r) * r: the GEMM adds its residual before a multiplier would apply, so the
+ * product stays a step */
+static fe_status mul_after_residual_body(fe_trace *t, const void *model) {
+    (void)model;
+    fe_h r = fe_input(t, "r");
+    fe_h in[4] = {fe_input(t, "x"), fe_weight(t, "w"), FE_NO_TENSOR, r};
+    fe_h y = fe_apply(t, "GEMM", in, 4, NULL, 0, NULL, 0);
+    fe_h mul[2] = {y, r};
+    fe_output(t, fe_apply(t, "ElementwiseMul", mul, 2, NULL, 0, NULL, 0));
     return fe_trace_status(t);
 }
 
@@ -175,6 +205,29 @@ static void a_copy_into_a_state_folds_into_its_producers_drain(void **s) {
     check_folds(drain_body, &in, 1, &pos, 1, 2, 0, 0, 1);
 }
 
+static void a_gated_product_folds_into_the_later_gemm_as_its_multiplier(void **s) {
+    (void)s;
+    int64_t x[2] = {M, K}, r[2] = {M, N};
+    fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(xs, FE_DTYPE_F32, 2, x)},
+                             {"r", fe_tensor_contiguous(rs, FE_DTYPE_F32, 2, r)}};
+    /* the SiLU into the gate GEMM, the product and then the add into the up GEMM */
+    check_folds(gated_body, in, 2, NULL, 0, 2, 3, 0, 0);
+}
+
+static void a_product_after_a_residual_is_not_folded(void **s) {
+    (void)s;
+    int64_t x[2] = {M, K}, r[2] = {M, N};
+    fe_named_tensor in[2] = {{"x", fe_tensor_contiguous(xs, FE_DTYPE_F32, 2, x)},
+                             {"r", fe_tensor_contiguous(rs, FE_DTYPE_F32, 2, r)}};
+    fe_graph *g = make("mul_after_residual", mul_after_residual_body, FE_FOLD_ALL, NULL);
+    run_out o = {0};
+    run(g, in, 2, NULL, 0, false, &o);
+    assert_int_equal(o.steps, 2);
+    assert_int_equal(o.folds[FE_FOLD_EPILOGUE], 0);
+    run_free(&o);
+    fe_graph_destroy(g);
+}
+
 static void an_intermediate_another_step_reads_is_not_folded(void **s) {
     (void)s;
     int64_t x[2] = {M, K}, r[2] = {M, N};
@@ -235,6 +288,8 @@ int main(void) {
         cmocka_unit_test(a_silu_then_an_add_fold_into_the_gemm_epilogue),
         cmocka_unit_test(an_rmsnorm_folds_into_the_gemv_prologue_and_the_add_into_its_epilogue),
         cmocka_unit_test(a_copy_into_a_state_folds_into_its_producers_drain),
+        cmocka_unit_test(a_gated_product_folds_into_the_later_gemm_as_its_multiplier),
+        cmocka_unit_test(a_product_after_a_residual_is_not_folded),
         cmocka_unit_test(an_intermediate_another_step_reads_is_not_folded),
         cmocka_unit_test(priced_keeps_only_the_folds_its_price_keeps),
     };

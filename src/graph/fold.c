@@ -2,8 +2,10 @@
  * the three folds of a plainly written body and rewrites the steps:
  *   epilogue  a step into its producer's epilogue: SiLU or GELU into a GEMM (activation
  *             silu, gelu or gelu_erf by the GELU's form) or SiLU into a GEMV (epilogue silu),
- *             an ElementwiseAdd into a GEMM or GEMV as its residual; chains fold one after
- *             another (GEMM -> SiLU -> Add is one GEMM); and the gated product of two GEMVs
+ *             an ElementwiseAdd into a GEMM or GEMV as its residual, an ElementwiseMul into
+ *             a GEMM as its multiplier (the later of a gated product's two GEMMs: the up
+ *             GEMM times the gate's activation); chains fold one after another (GEMM -> SiLU
+ *             -> Add is one GEMM); and the gated product of two GEMVs
  *             of one input, act(x Wg) * (x Wu) with act SiLU or GELU tanh, into the gate's
  *             swiglu or geglu epilogue (the up GEMV goes, its matrix becomes the gate's up);
  *   prologue  an RMSNorm into the GEMVs that read it (prologue rmsnorm), when every reader
@@ -110,6 +112,22 @@ static int sole_producer(const fe_trace *t, const bool *gone, int v, int consume
     return -1;
 }
 
+/* Whether a live step from index `from` on writes the buffer view id v lies in (so that a
+ * step at `from` cannot read it yet). */
+static bool written_from(const fe_trace *t, const bool *gone, int v, int from) {
+    const fe_view *w = fe_trace_view((fe_trace *)t, (fe_h){v});
+    for (int s = from; s < t->n_steps; s++) {
+        if (gone[s]) continue;
+        const fe_tstep *st = &t->steps[s];
+        for (int i = 0; i < st->op->n_operands; i++) {
+            if (st->op->operands[i].role != FE_OUT || !st->operand[i]) continue;
+            const fe_view *o = fe_trace_view((fe_trace *)t, (fe_h){st->operand[i]});
+            if (o->kind == w->kind && o->buf == w->buf) return true;
+        }
+    }
+    return false;
+}
+
 /* The consumer's output replaces the producer's; the consumer goes. */
 static void take_output(fe_trace *t, bool *gone, int producer, int consumer) {
     fe_tstep *p = &t->steps[producer], *c = &t->steps[consumer];
@@ -117,12 +135,13 @@ static void take_output(fe_trace *t, bool *gone, int producer, int consumer) {
     gone[consumer] = true;
 }
 
-/* SiLU, GELU or ElementwiseAdd at c into its producer's epilogue. */
+/* SiLU, GELU, ElementwiseAdd or ElementwiseMul at c into its producer's epilogue. */
 static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
     fe_tstep *cs = &t->steps[c];
     bool gelu = strcmp(cs->op->name, "GELU") == 0;
     bool silu = gelu || strcmp(cs->op->name, "SiLU") == 0;
-    bool add = strcmp(cs->op->name, "ElementwiseAdd") == 0;
+    bool mul = strcmp(cs->op->name, "ElementwiseMul") == 0;
+    bool add = mul || strcmp(cs->op->name, "ElementwiseAdd") == 0; /* two sides */
     if (!silu && !add) return false;
     /* the GEMM activation that computes the step: silu, or gelu / gelu_erf by GELU's form */
     const char *act = !gelu ? "silu" : is_option(cs, "form", "erf") ? "gelu_erf" : "gelu";
@@ -135,12 +154,26 @@ static bool fold_epilogue(fe_trace *t, bool *gone, int c, fe_fold_site *site) {
         const fe_view *out = fe_trace_view(t, (fe_h){ps->operand[first_output(ps->op)]});
         const fe_view *cout = fe_trace_view(t, (fe_h){cs->operand[first_output(cs->op)]});
         if (!same_shape(out, cout)) continue;
-        int res = operand_named(ps->op, "residual");
+        int res = operand_named(ps->op, "residual"), by = operand_named(ps->op, "multiplier");
+        const bool has_res = res >= 0 && ps->operand[res], has_by = by >= 0 && ps->operand[by];
         if (silu) {
-            if (gemm ? !is_option(ps, "activation", "none") || (res >= 0 && ps->operand[res])
+            if (gemm ? !is_option(ps, "activation", "none") || has_res || has_by
                      : gelu || !is_option(ps, "epilogue", "none")) /* a GEMV has no gelu alone */
                 continue;
             if (!set_param(ps, gemm ? "activation" : "epilogue", act, 0)) continue;
+        } else if (mul) {
+            /* the GEMM applies its multiplier after the activation and before the residual
+             * and the clamp, so neither may be there yet; the other side must be written
+             * before the GEMM runs (a gated product: the GEMM of the two that runs later),
+             * and be another buffer than the GEMM's new output (c holds partial sums) */
+            const int o = cs->operand[1 - side];
+            const fe_view *r = fe_trace_view(t, (fe_h){o});
+            if (!gemm || by < 0 || has_by || has_res ||
+                param(ps, "clamp_min") < param(ps, "clamp_max") || !same_shape(r, out) ||
+                !fe_view_is_contiguous(r) || written_from(t, gone, o, p) ||
+                (r->kind == cout->kind && r->buf == cout->buf))
+                continue;
+            ps->operand[by] = o;
         } else {
             const fe_view *r = fe_trace_view(t, (fe_h){cs->operand[1 - side]});
             if (res < 0 || ps->operand[res] || !same_shape(r, out) || !fe_view_is_contiguous(r) ||

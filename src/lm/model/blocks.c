@@ -117,8 +117,8 @@ fe_h fe_block_project_add(fe_trace *t, fe_block_mode mm, fe_h o, fe_h w, fe_h x)
 }
 
 /* act(a Wg^T) * (a Wu^T) with act the step `act` (SiLU, or GELU in its tanh form), written
- * plainly; hand_fused: the GEMV's `epilogue` (swiglu, geglu) in a decode step, the gate GEMM's
- * `activation` (silu, gelu) in a chunk */
+ * plainly; hand_fused: the GEMV's `epilogue` (swiglu, geglu) in a decode step; in a chunk the
+ * gate GEMM's `activation` (silu, gelu), and the up GEMM's multiplier the gate's result */
 static fe_h gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h wu, const char *act,
                   const char *epilogue, const char *activation) {
     if (!mm.hand_fused) {
@@ -127,9 +127,10 @@ static fe_h gated(fe_trace *t, fe_block_mode mm, fe_block_act a, fe_h wg, fe_h w
     }
     if (mm.decode) return fe_block_gemv(t, mm, FE_NO_TENSOR, wg, a, wu, FE_NO_TENSOR, epilogue);
     fe_setting s = FE_CHOICE("activation", activation);
-    fe_h gin[2] = {a.x, wg}, uin[2] = {a.x, wu};
+    fe_h gin[2] = {a.x, wg};
     fe_h g = gemm(t, mm, FE_NO_TENSOR, gin, 2, &s);
-    return fe_block_apply(t, "ElementwiseMul", g, gemm(t, mm, FE_NO_TENSOR, uin, 2, NULL));
+    fe_h uin[5] = {a.x, wu, FE_NO_TENSOR, FE_NO_TENSOR, g}; /* a, b, bias, residual, multiplier */
+    return gemm(t, mm, FE_NO_TENSOR, uin, 5, NULL);
 }
 
 /* gelu_tanh(a Wg^T) * (a Wu^T): Gemma's GeGLU (GELU's default form is tanh) */

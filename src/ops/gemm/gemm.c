@@ -106,6 +106,9 @@ static const fe_operand_decl operands[] = {
     [GM_RES] = {"residual", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2, .optional = true,
                 .draw_lo = -1, .draw_hi = 1},
     [GM_C] = {"c", FE_OUT, FE_DT(FE_DTYPE_F32), 2, 2},
+    /* after c, so that callers giving a, b, bias, residual, c keep their positions */
+    [GM_MUL] = {"multiplier", FE_IN, FE_DT(FE_DTYPE_F32), 2, 2, .optional = true,
+                .draw_lo = -1, .draw_hi = 1},
 };
 
 static const char *const extents[] = {[GM_M] = "M", [GM_N] = "N", [GM_K] = "K"};
@@ -146,6 +149,13 @@ static fe_status infer(fe_op_ctx *c) {
                             "absent (rank 0)", (long long)M, (long long)N,
                             (long long)c->operands[GM_RES].shape[0],
                             (long long)c->operands[GM_RES].shape[1]);
+    if (c->present[GM_MUL] && (c->operands[GM_MUL].shape[0] != M ||
+                               c->operands[GM_MUL].shape[1] != N))
+        return fe_op_refuse(c, FE_E_SHAPE, "multiplier must be shaped like c, (M, N) = (%lld, "
+                            "%lld); it is (%lld, %lld): give one of c's shape or leave it "
+                            "absent (rank 0)", (long long)M, (long long)N,
+                            (long long)c->operands[GM_MUL].shape[0],
+                            (long long)c->operands[GM_MUL].shape[1]);
     if (c->params[GM_P_BF16] != 0 && b->dtype != FE_DTYPE_BF16)
         return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 (products of two bf16 "
                             "values); b is %s: set act_bf16 = 0, or store b as bf16", bt->name);
@@ -300,8 +310,10 @@ static float epilogue_ref(const fe_args *args, const fe_design *d, int64_t i, in
                           double s) {
     const float *bias = d->present[GM_BIAS] ? args->t[GM_BIAS].data : NULL;
     const float *res = d->present[GM_RES] ? args->t[GM_RES].data : NULL;
+    const float *mul = d->present[GM_MUL] ? args->t[GM_MUL].data : NULL;
     const double lo = (float)d->params[GM_P_CMIN], hi = (float)d->params[GM_P_CMAX];
     double v = act_ref(s + (bias ? bias[n] : 0.0), (int)d->params[GM_P_ACT]);
+    if (mul) v *= mul[i];
     if (res) v += res[i];
     if (lo < hi) v = v < lo ? lo : v > hi ? hi : v;
     return (float)v;
@@ -393,7 +405,8 @@ static void reference(const fe_args *args, const fe_design *d) {
 }
 
 /* FLOPs of the products (the epilogue is not counted); bytes of A, B (its dtype's bytes
- * over the first k columns, whole blocks), C, and the bias and residual when present. The
+ * over the first k columns, whole blocks), C, and the bias, residual and multiplier when
+ * present. The
  * same under act_bf16: A is read as f32 and rounded while packing (or, bf16_dot = 2, into
  * bf16 rows), B is read as bf16 either way (bf16_dot = 1: its layout holds B's bytes, the
  * panels padded to 32 rows); only the roof differs (twice the multiply-adds per instruction
@@ -404,7 +417,7 @@ static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
     out->flops = 2.0 * rows * N * (double)k;
     out->bytes = rows * (double)k * 4.0 +
                  N * (double)fe_dtype_bytes(d->dtypes[GM_B], (k + blk - 1) / blk * blk) +
-                 rows * N * 4.0 * (d->present[GM_RES] ? 2.0 : 1.0) +
+                 rows * N * 4.0 * (1.0 + d->present[GM_RES] + d->present[GM_MUL]) +
                  (d->present[GM_BIAS] ? N * 4.0 : 0.0);
 }
 
@@ -420,9 +433,9 @@ static bool overlaps(const fe_tensor *x, const fe_tensor *y) {
 
 static fe_status check(const fe_args *a, const fe_design *d, char *why, size_t why_n) {
     (void)d;
-    static const char *const names[] = {"a", "b", "bias", "residual"};
-    for (int i = GM_A; i <= GM_RES; i++)
-        if (overlaps(&a->t[i], &a->t[GM_C])) {
+    static const char *const names[] = {"a", "b", "bias", "residual", "c", "multiplier"};
+    for (int i = GM_A; i <= GM_MUL; i++)
+        if (i != GM_C && overlaps(&a->t[i], &a->t[GM_C])) {
             snprintf(why, why_n, "c overlaps %s: C = A.B^T is not computed in place (partial "
                      "sums land in c before %s is fully read); give c its own buffer",
                      names[i], names[i]);
@@ -507,11 +520,16 @@ static void operands_for(const fe_case *c, const double *p, fe_tensor *out) {
     out[GM_RES] = c->absent & (1u << GM_RES) ? (fe_tensor){.rank = 0}
                                              : fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
     out[GM_C] = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+    out[GM_MUL] = c->absent & (1u << GM_MUL) ? (fe_tensor){.rank = 0}
+                                             : fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
 }
 
-#define NO_BIAS (1u << GM_BIAS)
-#define NO_RES (1u << GM_RES)
+/* absent operands; a case that names none has them all, the multiplier too */
+#define NO_MUL (1u << GM_MUL)
+#define NO_BIAS ((1u << GM_BIAS) | NO_MUL)
+#define NO_RES ((1u << GM_RES) | NO_MUL)
 #define PLAIN (NO_BIAS | NO_RES)
+#define GATED ((1u << GM_BIAS) | (1u << GM_RES)) /* the multiplier alone: a SwiGLU's up */
 #define SHAPE(m, n, k) .dims = {m, n, k}, .n_dims = 3
 #define BF16 .params = {{"act_bf16", 1}}, .n_params = 1
 #define I8 .params = {{"act_int8", 1}}, .n_params = 1
@@ -640,6 +658,21 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
     {.name = "q8_0/int8_pairs16_res", SHAPE(31, 37, 1088), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
+    /* the multiplier alone (a gated product's up GEMM, fold.c), through every design: the
+     * f32 path, bf16_dot 1 and 2, act_int8 by VNNI / vpmaddubsw / int16 pairs, the K types;
+     * edge tiles (M, N off the tiles) go through gm_store, whole ones through the registers */
+    {.name = "f32/gated", SHAPE(7, 33, 100), .absent = GATED},
+    {.name = "bf16/dot_gated", SHAPE(29, 65, 63), BF16, .absent = GATED},
+    {.name = "bf16/dot2_gated", SHAPE(29, 65, 63), BF16, .absent = GATED,
+     .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
+    {.name = "q8_0/int8_gated", SHAPE(29, 65, 224), I8, .absent = GATED},
+    {.name = "q8_0/int8_silu_gated", SHAPE(13, 48, 96), .absent = GATED,
+     .params = {{"act_int8", 1}, {"activation", GM_ACT_SILU}}, .n_params = 2},
+    {.name = "q4_1/int8_gated", SHAPE(13, 48, 96), I8, .absent = GATED},
+    {.name = "q8_0/int8_pairs16_gated", SHAPE(31, 37, 1088), I8, .absent = GATED,
+     .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
+    {.name = "q5_0/int8_gated", SHAPE(29, 65, 736), I8, .absent = GATED},
+    {.name = "q4_k/int8_gated", SHAPE(29, 65, 768), I8, .absent = GATED},
     /* q8_0 from the GEMV's panels pinned, so an AVX2 machine (rows by default) checks it */
     {.name = "q8_0/int8_panels", SHAPE(29, 65, 736), I8, .absent = NO_RES,
      .tunables = {{"b_panels", 1}}, .n_tunables = 1},
@@ -782,7 +815,8 @@ static const fe_case cases[] = {
 
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
-    .summary = "C = A.B^T (+ bias) -> activation (+ residual) -> clamp; B f32/bf16/f16/q8_0/"
+    .summary = "C = A.B^T (+ bias) -> activation (x multiplier) (+ residual) -> clamp; B "
+               "f32/bf16/f16/q8_0/"
                "q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A rounded to bf16 (bf16 dot products); "
                "act_int8: A in int8 per 32-block (256 for q4_k/q6_k; integer dot products with "
                "block B)",

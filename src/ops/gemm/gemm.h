@@ -4,7 +4,9 @@
  *
  * GEMM: C (M, N) = epilogue(A (M, K) . B (N, K)^T), A f32 rows, B as a checkpoint stores it
  * (f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k), one row of B per column of C. The
- * epilogue, in order: acc (+ bias) -> activation -> (+ residual) -> clamp. Per-call values:
+ * epilogue, in order: acc (+ bias) -> activation (x multiplier) -> (+ residual) -> clamp;
+ * the multiplier, an (M, N) operand after c, is what a gated product's ElementwiseMul folds
+ * into (SwiGLU's up GEMM times the gate's SiLU: fold.c). Per-call values:
  * rows (the first rows of A and C; later rows of C untouched) and k (the first k columns of
  * A and B contribute).
  * c must not overlap an input (check() refuses it): it holds partial sums between K blocks.
@@ -58,7 +60,7 @@
 #include "ops/gemv/panel.h"
 #include "ops/op.h"
 
-enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C };          /* operands */
+enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C, GM_MUL };  /* operands (the multiplier last) */
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8, GM_PANELS }; /* tunables */
