@@ -142,20 +142,15 @@ static fe_status infer(fe_op_ctx *c) {
         return fe_op_refuse(c, FE_E_SHAPE, "bias must be (N) = (%lld), one value per column "
                             "of c; it is (%lld): give an N-vector or leave it absent (rank 0)",
                             (long long)N, (long long)c->operands[GM_BIAS].shape[0]);
-    if (c->present[GM_RES] && (c->operands[GM_RES].shape[0] != M ||
-                               c->operands[GM_RES].shape[1] != N))
-        return fe_op_refuse(c, FE_E_SHAPE, "residual must be shaped like c, (M, N) = (%lld, "
-                            "%lld); it is (%lld, %lld): give one of c's shape or leave it "
-                            "absent (rank 0)", (long long)M, (long long)N,
-                            (long long)c->operands[GM_RES].shape[0],
-                            (long long)c->operands[GM_RES].shape[1]);
-    if (c->present[GM_MUL] && (c->operands[GM_MUL].shape[0] != M ||
-                               c->operands[GM_MUL].shape[1] != N))
-        return fe_op_refuse(c, FE_E_SHAPE, "multiplier must be shaped like c, (M, N) = (%lld, "
-                            "%lld); it is (%lld, %lld): give one of c's shape or leave it "
-                            "absent (rank 0)", (long long)M, (long long)N,
-                            (long long)c->operands[GM_MUL].shape[0],
-                            (long long)c->operands[GM_MUL].shape[1]);
+    static const int like_c[] = {GM_RES, GM_MUL}; /* (M, N) operands the epilogue reads */
+    for (size_t i = 0; i < sizeof like_c / sizeof like_c[0]; i++) {
+        const fe_tensor *x = &c->operands[like_c[i]];
+        if (c->present[like_c[i]] && (x->shape[0] != M || x->shape[1] != N))
+            return fe_op_refuse(c, FE_E_SHAPE, "%s must be shaped like c, (M, N) = (%lld, "
+                                "%lld); it is (%lld, %lld): give one of c's shape or leave it "
+                                "absent (rank 0)", operands[like_c[i]].name, (long long)M,
+                                (long long)N, (long long)x->shape[0], (long long)x->shape[1]);
+    }
     if (c->params[GM_P_BF16] != 0 && b->dtype != FE_DTYPE_BF16)
         return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 (products of two bf16 "
                             "values); b is %s: set act_bf16 = 0, or store b as bf16", bt->name);
