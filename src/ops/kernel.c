@@ -377,7 +377,8 @@ fe_status fe_kernel_run_layouts(fe_kernel *k, const fe_tensor *operands, int n_o
                                 int n_values) {
     fe_status st = fe_kernel_bind(k, operands, n_operands, values, n_values, &k->args);
     if (st != FE_OK) return st;
-    for (int i = 0; layouts && i < k->design.op->n_operands; i++) k->args.layout[i] = layouts[i];
+    for (int i = 0; i < k->design.op->n_operands; i++) /* as many as operands given */
+        k->args.layout[i] = layouts && i < n_operands ? layouts[i] : NULL;
     step_ctx sc = {.fn = k->kernel->fn, .a = &k->args, .d = &k->design};
     fe_step step = {.fn = run_step, .ctx = &sc, .width = k->width};
     fe_device_dispatch(k->dev, &step, 1);

@@ -23,7 +23,8 @@ size_t fe_kernel_layout_bytes(const fe_kernel *k, int operand, uint64_t *format)
 fe_status fe_kernel_make_layout(fe_kernel *k, int operand, const fe_tensor *t, void *dst);
 /* fe_kernel_run, reading operand i from layouts[i] where that is not NULL: made by
  * fe_kernel_make_layout from operands[i], whose contents have not changed since (borrowed
- * for the run). layouts may be NULL. */
+ * for the run). layouts may be NULL; else it holds n_operands entries, as operands does
+ * (the operands past them, optional ones the op declares later, have none). */
 fe_status fe_kernel_run_layouts(fe_kernel *k, const fe_tensor *operands, int n_operands,
                                 const void *const *layouts, const int64_t *values,
                                 int n_values);
