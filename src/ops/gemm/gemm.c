@@ -208,8 +208,8 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
  * 576 +4.7 %, 512 x 576 x 1536 +5.6 %, q8_0 512 x 2048 x 2048 +6.1 %, 512 x 2048 x 8192
  * +1.5 %; AVX2's half-rate tile ran 0-6 % slower at NC 512, so it keeps the LLC's share.
  * int8_dot = 2 (pairs16.inc) packs at 2.125 bytes a weight, 16 columns a panel: KC 512 by
- * the same rule (its cap), and NC a third of L2 as on AVX-512 (256) (its panel stays in L1 either way; NC
- * bounds the strip of C each K block walks again). */
+ * the same rule (its cap), and NC a third of L2 as on AVX-512, 256 (its panel stays in L1
+ * either way; NC bounds the strip of C each K block walks again). */
 static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, double l1,
                                 double l2) {
     const fe_dtype bdt = c->operands[GM_B].dtype;
@@ -401,11 +401,10 @@ static void reference(const fe_args *args, const fe_design *d) {
 
 /* FLOPs of the products (the epilogue is not counted); bytes of A, B (its dtype's bytes
  * over the first k columns, whole blocks), C, and the bias, residual and multiplier when
- * present. The
- * same under act_bf16: A is read as f32 and rounded while packing (or, bf16_dot = 2, into
- * bf16 rows), B is read as bf16 either way (bf16_dot = 1: its layout holds B's bytes, the
- * panels padded to 32 rows); only the roof differs (twice the multiply-adds per instruction
- * with bf16_dot). */
+ * present. The same under act_bf16: A is read as f32 and rounded while packing (or,
+ * bf16_dot = 2, into bf16 rows), B is read as bf16 either way (bf16_dot = 1: its layout
+ * holds B's bytes, the panels padded to 32 rows); only the roof differs (twice the
+ * multiply-adds per instruction with bf16_dot). */
 static void cost(const fe_args *a, const fe_design *d, fe_cost *out) {
     const double rows = (double)a->v[GM_V_ROWS], N = (double)a->ext[GM_N];
     const int64_t k = a->v[GM_V_K], blk = fe_dtype_info(d->dtypes[GM_B])->block;
@@ -811,8 +810,7 @@ static const fe_case cases[] = {
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
     .summary = "C = A.B^T (+ bias) -> activation (x multiplier) (+ residual) -> clamp; B "
-               "f32/bf16/f16/q8_0/"
-               "q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A rounded to bf16 (bf16 dot products); "
+               "f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A rounded to bf16 (bf16 dot products); "
                "act_int8: A in int8 per 32-block (256 for q4_k/q6_k; integer dot products with "
                "block B)",
     .params = params, .n_params = FE_COUNT(params),
