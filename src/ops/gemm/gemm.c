@@ -207,9 +207,14 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
  * so that they come from memory as a model's do, against KC 384 / NC 2048: q4_1 512 x 1536 x
  * 576 +4.7 %, 512 x 576 x 1536 +5.6 %, q8_0 512 x 2048 x 2048 +6.1 %, 512 x 2048 x 8192
  * +1.5 %; AVX2's half-rate tile ran 0-6 % slower at NC 512, so it keeps the LLC's share.
- * int8_dot = 2 (pairs16.inc) packs at 2.125 bytes a weight, 16 columns a panel: KC 512 by
- * the same rule (its cap), and NC a third of L2 as on AVX-512, 256 (its panel stays in L1
- * either way; NC bounds the strip of C each K block walks again). */
+ * int8_dot = 2 (pairs16.inc) packs at 2.125 bytes a weight, 16 columns a panel, one panel
+ * at a time: KC puts it in an eighth of L2 (2048 on 1 MiB; the panel is read from L2 by every
+ * row tile). Each K block walks C's strip again and restarts every tile's sums, and that cost
+ * more than the panel's L1: on a Zen 4 running AVX2 code, KC 128 -> 2048 ran every Llama 1B
+ * shape faster step by step (`ferrum tune GEMM case=q8_0/i8_512_2048x2048 N=..`: N 8192
+ * 60 -> 55 ms, 2048 14.9 -> 14.6, 512 4.44 -> 4.32; the prefill 134 -> 140 tok/s). NC a third
+ * of L2 for a 512-deep panel strip, 256 (NC bounds the strip of C each K block walks
+ * again). */
 static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, double l1,
                                 double l2) {
     const fe_dtype bdt = c->operands[GM_B].dtype;
@@ -220,12 +225,13 @@ static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, doub
                  : w16                          ? GM_NR_W16_AVX2
                                                 : GM_NR_I8_AVX2;
     if (!kc_given) {
-        c->tunables[GM_KC] = fit_choice(&tunables[GM_KC], col * nr, l1 * 2 / 3);
-        if (c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
+        c->tunables[GM_KC] = w16 ? fit_choice(&tunables[GM_KC], col * nr, l2 / 8)
+                                 : fit_choice(&tunables[GM_KC], col * nr, l1 * 2 / 3);
+        if (!w16 && c->tunables[GM_KC] > 512) c->tunables[GM_KC] = 512;
     }
     if (!nc_given && (c->dev->isa >= FE_ISA_AVX512 || w16))
         c->tunables[GM_NC] =
-            fit_choice(&tunables[GM_NC], col * (double)c->tunables[GM_KC], l2 / 3);
+            fit_choice(&tunables[GM_NC], col * (double)(w16 ? 512 : c->tunables[GM_KC]), l2 / 3);
 }
 
 static void resolve(fe_op_ctx *c) {
