@@ -652,12 +652,15 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     /* the int16 k-pairs pinned (AVX2's q8_0 default; elsewhere resolve turns it to the
      * device's own): M past the last 4-row tile by 3 (rows one at a time), N past a
-     * 16-column panel, K over 2 K blocks of 512 and a 64-column rest; with the residual
-     * too, which the rows past the last tile must take from their own row */
+     * 16-column panel, K in one block (its default KC) or over 2 K blocks of 512 and a
+     * 64-column rest; with the residual too, which the rows past the last tile must take
+     * from their own row */
     {.name = "q8_0/int8_pairs16", SHAPE(31, 97, 1088), I8, .absent = NO_RES,
      .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
+    {.name = "q8_0/int8_pairs16_kc512", SHAPE(31, 97, 1088), I8, .absent = NO_RES,
+     .tunables = {{"int8_dot", 2}, {"KC", 512}}, .n_tunables = 2},
     {.name = "q8_0/int8_pairs16_res", SHAPE(31, 37, 1088), I8, .absent = NO_BIAS,
-     .tunables = {{"int8_dot", 2}}, .n_tunables = 1},
+     .tunables = {{"int8_dot", 2}, {"KC", 512}}, .n_tunables = 2},
     /* the multiplier alone (a gated product's up GEMM, fold.c), through every design: the
      * f32 path, bf16_dot 1 and 2, act_int8 by VNNI / vpmaddubsw / int16 pairs, the K types;
      * edge tiles (M, N off the tiles) go through gm_store, whole ones through the registers */

@@ -79,11 +79,11 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->kb = round_up(d->tunables[GM_KC], ks);
     p->kc = min64(round_up(p->kb + p->kb / 4, ks), round_up(K, ks));
     bool blocks = fe_dtype_info(d->dtypes[GM_B])->block > 1;
-    if (p->w16) { /* every row of A as int16 pairs, one int8 row on the way; pair panels */
+    if (p->w16) { /* every row of A as int16 pairs, a tile's int8 rows on the way; pair panels */
         const int64_t kr = round_up(K, GM_KSTEP);
         p->ap = round_up(M, p->mr) * gm_w16_row_words(kr);
         p->bp = p->nr * (p->kc / GM_KSTEP) * GM_W16_BLOCK_WORDS; /* one panel at a time */
-        p->tmp = gm_i8_row_words(kr);
+        p->tmp = p->mr * gm_i8_row_words(kr); /* a tile's rows quantised on the way */
     } else if (p->i8) { /* every row of A quantised (a worker may have them all); int8 B panels */
         p->ap = round_up(M, p->mr) * gm_i8_row_words(round_up(K, GM_KSTEP));
         p->bp = d->isa == FE_ISA_SCALAR ? 0
