@@ -162,6 +162,9 @@ static void a_bad_value_names_the_option_the_value_and_the_range(void **s) {
          "-n (--num-tokens) \"abc\" is not valid; give an integer in -1..1048576"},
         {{"generate", "m.gguf", "--top-p=2"}, "--top-p \"2\" is not valid; give a number in (0, 1]"},
         {{"generate", "m.gguf", "--dtype", "f16"}, "--dtype \"f16\" is not valid; give one of bf16, f32"},
+        {{"generate", "m.gguf", "--mmap", "--no-mmap"},
+         "--mmap and --no-mmap: give one (or neither: the weights are copied into memory when "
+         "they fit)"},
         {{"generate", "m.gguf", "--repeat-penalty", "0"}, "(0, 100]"},
         {{"generate", "m.gguf", "--presence-penalty", "3"}, "[-2, 2]"},
         {{"generate", "m.gguf", "--chat=yes"}, "--chat takes no value"},

@@ -203,6 +203,8 @@ static int groups_open(const serve_args *a, const fe_cli_io *io, groups *g) {
         fe_lm_open_options o = fe_lm_open_options_default();
         o.tokenizer = a->model.tokenizer;
         o.prefault = false;
+        /* groups share the file's pages unless asked: a copy each would multiply the memory */
+        o.weights = a->model.no_mmap ? FE_LM_WEIGHTS_IN_MEMORY : FE_LM_WEIGHTS_MAPPED;
         if (fe_device_create(&d, &g->dev[i], &err) == FE_OK) {
             o.device = g->dev[i];
             g->n++;

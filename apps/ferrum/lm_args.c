@@ -36,6 +36,11 @@ int model_options(model_args *a, bool threads, arg_opt *t) {
             "folder, or a preset: llama-3.2-1b, smollm2-135m)"),
         {"dtype", 0, ARG_CHOICE, NULL, "the dtype of --random-weights", "bf16",
          .choices = dtypes, .s = &a->dtype},
+        {"mmap", 0, ARG_FLAG, NULL, "read the weights from the mapped file, page by page "
+         "(default: copied into memory in huge pages when they take at most half the memory "
+         "available: faster to read)", NULL, .flag = &a->mmap},
+        {"no-mmap", 0, ARG_FLAG, NULL, "copy the weights into memory whatever is available",
+         NULL, .flag = &a->no_mmap},
         INT("threads", 't', "N", &a->threads, 1, 1024,
             "FERRUM_WORKERS, else one per CPU this process may use",
             "worker threads; at most the CPUs this process may use"),
@@ -54,6 +59,9 @@ int model_args_settle(model_args *a, const char *positional, const char *cmd, FI
     if (a->model_opt && positional && strcmp(a->model_opt, positional) != 0)
         return cli_refuse(err, cmd, "a second MODEL: -m %s and %s; give one", a->model_opt, positional);
     a->model = a->model_opt ? a->model_opt : positional;
+    if (a->mmap && a->no_mmap)
+        return cli_refuse(err, cmd, "--mmap and --no-mmap: give one (or neither: the weights are "
+                          "copied into memory when they fit)");
     a->random_weights = a->random_opt >= 0;
     a->random_seed = a->random_opt >= 0 ? (uint64_t)a->random_opt : 0;
     if (!a->model)
@@ -96,6 +104,8 @@ int model_open(const model_args *a, bool header_only, const char *cmd, const fe_
     o.threads = (int)a->threads;
     o.header_only = header_only;
     o.prefault = false; /* model_read_in, once the command has checked what needs the model */
+    o.weights = a->mmap ? FE_LM_WEIGHTS_MAPPED : a->no_mmap ? FE_LM_WEIGHTS_IN_MEMORY
+                                                             : FE_LM_WEIGHTS_AUTO;
     if (a->random_weights) {
         o.random_weights = true;
         o.seed = a->random_seed;
@@ -118,6 +128,9 @@ int model_open(const model_args *a, bool header_only, const char *cmd, const fe_
 
 void model_read_in(fe_lm_model *m, const fe_cli_io *io) {
     fe_lm_model_prefault(m, show_progress, (void *)io);
+    fe_lm_model_info info;
+    if (fe_lm_model_get_info(m, &info) == FE_OK && info.weights_note && info.weights_note[0])
+        fprintf(io->err, "ferrum: weights %s\n", info.weights_note);
 }
 
 int sampling_options(fe_lm_sampling *s, int64_t *seed, arg_opt *t) {

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "ferrum/lm.h"
 
-enum { MODEL_MAX_OPTS = 5, SAMPLING_MAX_OPTS = 9, TUNING_MAX_OPTS = 2, CLI_TEXT_MAX = 64 << 20 };
+enum { MODEL_MAX_OPTS = 7, SAMPLING_MAX_OPTS = 9, TUNING_MAX_OPTS = 2, CLI_TEXT_MAX = 64 << 20 };
 
 typedef struct model_args {
     const char *model;     /* MODEL: the positional argument or -m/--model */
@@ -25,14 +25,17 @@ typedef struct model_args {
     bool random_weights;   /* --random-weights SEED was given */
     uint64_t random_seed;
     int64_t threads;       /* -t; 0: the device's default (FERRUM_WORKERS, else the CPUs) */
+    bool mmap, no_mmap;    /* --mmap: weights read from the mapped file; --no-mmap: copied
+                              into memory whatever is available; neither: copied when they fit */
     /* as parsed, before model_args_settle */
     const char *model_opt;
     int64_t random_opt;    /* -1: not given */
 } model_args;
 
 model_args model_args_default(void);
-/* Writes the table entries -m/--model, --tokenizer, --random-weights, --dtype and, when
- * `threads`, -t/--threads (at most MODEL_MAX_OPTS) to t, pointing into a. Returns the count. */
+/* Writes the table entries -m/--model, --tokenizer, --random-weights, --dtype, --mmap,
+ * --no-mmap and, when `threads`, -t/--threads (at most MODEL_MAX_OPTS) to t, pointing into a.
+ * Returns the count. */
 int model_options(model_args *a, bool threads, arg_opt *t);
 /* After args_parse: MODEL from -m or the positional (`positional`, may be NULL; both must
  * agree), --random-weights, and -t against the CPUs this process may use. FE_EXIT_OK, or

@@ -46,6 +46,14 @@ FE_API void fe_lm_free(void *p);
 /* Called with the fraction done (0..1) while the weights' pages are read in. */
 typedef void (*fe_lm_progress_fn)(void *user, double fraction);
 
+/* Where a checkpoint's weights are read from once the model reads them in (prefault). */
+typedef enum fe_lm_weights_memory {
+    FE_LM_WEIGHTS_AUTO = 0,  /* copied into memory (huge pages) when the file takes at most
+                                half the memory available, else read from the mapped file */
+    FE_LM_WEIGHTS_MAPPED,    /* read from the mapped file (its 4 KiB pages; llama.cpp's mmap) */
+    FE_LM_WEIGHTS_IN_MEMORY, /* copied into memory whatever is available (--no-mmap) */
+} fe_lm_weights_memory;
+
 typedef struct fe_lm_open_options {
     const char *tokenizer;  /* a tokenizer.json; NULL: the GGUF's own, or tokenizer.json
                                beside a safetensors checkpoint. Borrowed for the call. */
@@ -56,8 +64,9 @@ typedef struct fe_lm_open_options {
     bool header_only;       /* read the headers only (random weights: draw none): the
                                weights have shapes but no data, so a session compiles and
                                draws but cannot run */
-    bool prefault;          /* read every weight page in at open (default true), so the
-                               first prompt does not pay the page faults */
+    bool prefault;          /* read every weight in at open (default true), so the first
+                               prompt does not pay the page faults */
+    fe_lm_weights_memory weights; /* where the weights are read in to (default AUTO) */
     fe_lm_progress_fn progress; /* NULL: none */
     void *progress_user;
     fe_device *device;      /* borrowed, must outlive the model; NULL: the model makes its
@@ -109,7 +118,10 @@ typedef struct fe_lm_model_info {
     fe_dtype matrix_dtype;    /* the layers' matrices' (the first layer's wq) */
     bool mixed_matrices;      /* some layer matrix has another dtype */
     size_t weight_bytes;
-    bool weights_mapped;      /* views of the file (else in memory: random weights) */
+    bool weights_mapped;      /* views of the mapped file (else in memory: read in, or
+                                 random weights) */
+    const char *weights_note; /* where the weights are read from, and why ("" before they
+                                 are read in) */
     bool weights_unread;      /* header_only */
     const char *tokenizer;        /* "byte-level BPE", or NULL when there is none */
     const char *tokenizer_source; /* where it came from, or NULL */
@@ -132,8 +144,10 @@ FE_API size_t fe_lm_model_resident_bytes(const fe_lm_model *m);
 /* Bytes of the weights its sessions' plans read repacked (the prefill GEMMs' bf16 k-pair
  * panels), made once for all its sessions and held beside the weights; 0 before any. */
 FE_API size_t fe_lm_model_layout_bytes(const fe_lm_model *m);
-/* Reads every weight page in now (a model opened with prefault false), calling progress
- * (may be NULL) with the fraction done; nothing for weights in memory or unread. */
+/* Reads every weight in now (a model opened with prefault false), calling progress (may be
+ * NULL) with the fraction done: copied into memory as fe_lm_open_options.weights says, else
+ * every mapped page faulted in (fe_lm_model_info.weights_note says which, and why); nothing
+ * for weights already in memory or unread. */
 FE_API void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user);
 /* Writes the weights (f32/bf16/f16) and config.json to the folder `dir` as a Hugging Face
  * checkpoint (model.safetensors, config.json). */

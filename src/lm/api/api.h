@@ -23,6 +23,8 @@ struct fe_lm_model {
     fe_lm_config cfg;
     fe_llama_weights w;
     fe_layout_store *layouts; /* the weights' layouts its sessions' plans read, made once */
+    fe_lm_weights_memory weights; /* where prefault reads the weights in to */
+    char weights_note[640];   /* fe_lm_model_info.weights_note */
     fe_tokenizer *tok;      /* NULL: none */
     char *tok_source;
     fe_chat_template chat;  /* FE_CHAT_UNKNOWN when chat_format is UNKNOWN or NONE */

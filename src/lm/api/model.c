@@ -8,6 +8,8 @@
 #include "lm/api/api.h"
 
 #include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -95,6 +97,62 @@ static void drop_laid_out(void *user, const void *data, size_t bytes) {
     fe_safetensors_drop_pages(m->st, data, bytes);
 }
 
+/* The memory the system could give without swapping (MemAvailable), 0 when unknown. */
+static size_t memory_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)kib * 1024;
+}
+
+typedef struct read_in_progress {
+    fe_lm_progress_fn fn;
+    void *user;
+    double total, base, last; /* bytes: all files', the files' before this one, this one's */
+} read_in_progress;
+
+static void read_in_step(void *user, size_t done) {
+    read_in_progress *p = user;
+    if ((double)done < p->last) p->base += p->last; /* the next shard */
+    p->last = (double)done;
+    if (p->fn && p->total > 0) p->fn(p->user, fmin(1.0, (p->base + p->last) / p->total));
+}
+
+/* The checkpoint's bytes copied into memory as m->weights says (true), or left mapped
+ * (false); m->weights_note says which and why. */
+static bool read_in(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {
+    if (fe_gguf_in_memory(m->gguf) || fe_safetensors_in_memory(m->st)) return true;
+    const double bytes = (double)fe_llama_weights_bytes(&m->w), gib = 1024.0 * 1024 * 1024;
+    if (m->weights == FE_LM_WEIGHTS_MAPPED) {
+        snprintf(m->weights_note, sizeof m->weights_note, "mapped from the file, as asked");
+        return false;
+    }
+    const size_t avail = memory_available();
+    if (m->weights == FE_LM_WEIGHTS_AUTO && avail && bytes > (double)avail / 2) {
+        snprintf(m->weights_note, sizeof m->weights_note,
+                 "mapped from the file: its %.1f GiB of weights are over half the %.1f GiB of "
+                 "memory available (--no-mmap copies them into memory anyway)",
+                 bytes / gib, (double)avail / gib);
+        return false;
+    }
+    read_in_progress p = {progress, user, bytes, 0, 0};
+    fe_error err = {0};
+    fe_status st = m->gguf ? fe_gguf_read_in(m->gguf, read_in_step, &p, &err)
+                           : fe_safetensors_read_in(m->st, read_in_step, &p, &err);
+    if (st != FE_OK) {
+        snprintf(m->weights_note, sizeof m->weights_note, "mapped from the file: %s",
+                 err.message);
+        return false;
+    }
+    snprintf(m->weights_note, sizeof m->weights_note,
+             "in memory (copied from the file into huge pages; --mmap reads the file's pages)");
+    return true;
+}
+
 fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_lm_model **out,
                            fe_error *err) {
     if (out) *out = NULL;
@@ -120,8 +178,9 @@ fe_status fe_lm_model_open(const char *path, const fe_lm_open_options *opts, fe_
     } else if (st == FE_OK) {
         st = fe_checkpoint_open(path, o.header_only, &m->gguf, &m->st, &m->cfg, &m->w, err);
         m->format = m->gguf ? FE_LM_FORMAT_GGUF : FE_LM_FORMAT_SAFETENSORS;
+        m->weights = o.weights;
         if (st == FE_OK && o.prefault && !o.header_only)
-            fe_llama_weights_prefault(&m->w, o.progress, o.progress_user);
+            fe_lm_model_prefault(m, o.progress, o.progress_user);
     }
     if (st == FE_OK) st = open_tokenizer(m, &o, err);
     if (st == FE_OK) st = fe_layout_store_create(&m->layouts, err);
@@ -141,7 +200,7 @@ size_t fe_lm_model_layout_bytes(const fe_lm_model *m) {
 }
 
 void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {
-    if (m && !m->w.unread && m->format != FE_LM_FORMAT_RANDOM)
+    if (m && !m->w.unread && m->format != FE_LM_FORMAT_RANDOM && !read_in(m, progress, user))
         fe_llama_weights_prefault(&m->w, progress, user);
 }
 
@@ -158,7 +217,9 @@ fe_status fe_lm_model_get_info(const fe_lm_model *m, fe_lm_model_info *out) {
         .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .ffn = c->ffn,
         .rope_theta = c->rope_theta, .rms_eps = c->rms_eps, .tied_embeddings = c->tied_embeddings,
         .embed_dtype = w->embed.dtype, .matrix_dtype = w->layers ? w->layers[0].wq.dtype : w->embed.dtype,
-        .weight_bytes = fe_llama_weights_bytes(w), .weights_mapped = m->format != FE_LM_FORMAT_RANDOM,
+        .weight_bytes = fe_llama_weights_bytes(w), .weights_mapped = m->format != FE_LM_FORMAT_RANDOM && !fe_gguf_in_memory(m->gguf) &&
+                          !fe_safetensors_in_memory(m->st),
+        .weights_note = m->weights_note,
         .weights_unread = w->unread, .bos = c->bos_id, .eos = c->n_eos ? c->eos_ids[0] : -1,
         .chat_format = m->chat_format, .chat_source = m->chat_source,
         .chat_default_system = m->chat.default_system != NULL, .chat_note = m->chat_note,

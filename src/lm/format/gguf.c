@@ -452,10 +452,19 @@ void fe_gguf_release_metadata(const fe_gguf *g) {
     uint64_t first = g->map.size; /* the data section starts at the lowest tensor offset */
     for (size_t i = 0; i < g->n_tensors; i++)
         if (g->tensors[i].offset < first) first = g->tensors[i].offset;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)first / page * page;
     /* clean private file pages: dropped now, read again from the file if touched later */
-    if (len) madvise((void *)g->map.data, len, MADV_DONTNEED);
+    fe_mapped_drop_pages(&g->map, g->map.data, (size_t)first);
 }
+
+fe_status fe_gguf_read_in(fe_gguf *g, void (*progress)(void *user, size_t done), void *user,
+                          fe_error *err) {
+    if (!g || g->header_only) return FE_OK;
+    fe_status st = fe_mapped_read_in(&g->map, g->path, progress, user, err);
+    if (st == FE_OK) fe_gguf_release_metadata(g);
+    return st;
+}
+
+bool fe_gguf_in_memory(const fe_gguf *g) { return g && g->map.in_memory; }
 
 void fe_gguf_drop_pages(const fe_gguf *g, const void *p, size_t n) {
     if (g) fe_mapped_drop_pages(&g->map, p, n);

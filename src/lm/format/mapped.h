@@ -2,8 +2,10 @@
  * safetensors.c) see a file's bytes.
  *
  * A file is mapped whole, read-only and private; nothing is copied, so opening a 10 GB
- * checkpoint costs page-table entries, not memory. A mapping can also borrow a caller's
- * buffer (tests, fuzzers), in which case release leaves the buffer alone. */
+ * checkpoint costs page-table entries, not memory. The mapping starts on a 2 MiB boundary, so
+ * that fe_mapped_read_in can later put the same bytes at the same addresses in anonymous
+ * memory backed by huge pages (pointers into the mapping stay valid). A mapping can also
+ * borrow a caller's buffer (tests, fuzzers), in which case release leaves the buffer alone. */
 #ifndef FE_LM_MAPPED_H
 #define FE_LM_MAPPED_H
 
@@ -15,7 +17,11 @@
 typedef struct fe_mapped {
     const unsigned char *data; /* size bytes; NULL when size is 0 */
     size_t size;
-    bool owned; /* true: data is an mmap this struct unmaps on release */
+    bool owned;     /* true: data is an mmap this struct unmaps on release */
+    bool in_memory; /* fe_mapped_read_in copied the bytes into anonymous memory */
+    int fd;         /* in_memory: the file, which dropped pages are mapped from again */
+    void *span;     /* owned: the reserved address range data lies in, unmapped on release */
+    size_t span_bytes;
 } fe_mapped;
 
 /* Maps the regular file at `path`. FE_E_IO (message naming the path and the OS reason)
@@ -29,8 +35,20 @@ fe_status fe_mapped_open(const char *path, fe_mapped *m, fe_error *err);
  * an empty buffer. Never fails. */
 void fe_mapped_borrow(const void *data, size_t size, fe_mapped *m);
 
+/* Copies an owned mapping's bytes into anonymous memory in huge pages (madvise: the kernel
+ * gives 2 MiB pages where it has them) and moves them onto the mapping's own addresses, so
+ * every pointer into it stays valid; the file's pages are unmapped. Reading 4 KiB file
+ * pages stalls the streams of a decode step at every page: on a 2-core Zen 4, two threads
+ * read 52 GB/s from the mapped file, 68 GB/s from huge pages. `progress`, when not NULL, gets
+ * the bytes copied so far (about every 64 MiB). FE_OK and nothing done for a borrowed, empty
+ * or already copied mapping; FE_E_NOMEM / FE_E_IO (the mapping as it was) when the memory or
+ * the move is refused. path: the mapped file, kept open for fe_mapped_drop_pages. */
+fe_status fe_mapped_read_in(fe_mapped *m, const char *path,
+                            void (*progress)(void *user, size_t done), void *user, fe_error *err);
+
 /* Drops this process's pages of [p, p + n) (the whole pages inside it) when the range lies in
- * an owned mapping: clean private file pages, read again from the file if touched later.
+ * an owned mapping: clean private file pages, read again from the file if touched later (in
+ * memory: the range is mapped from the file again, so it reads the same bytes).
  * Anything else (a borrowed buffer, a range outside) is left alone. */
 void fe_mapped_drop_pages(const fe_mapped *m, const void *p, size_t n);
 

@@ -390,6 +390,26 @@ void fe_safetensors_drop_pages(const fe_safetensors *st, const void *p, size_t n
         if (!st->shards[i].borrowed) fe_mapped_drop_pages(&st->shards[i].map, p, n);
 }
 
+fe_status fe_safetensors_read_in(fe_safetensors *st, void (*progress)(void *user, size_t done),
+                                 void *user, fe_error *err) {
+    for (size_t i = 0; st && !st->header_only && i < st->n_shards; i++) {
+        if (st->shards[i].borrowed) continue;
+        fe_status s = fe_mapped_read_in(&st->shards[i].map, st->shards[i].path, progress, user, err);
+        if (s != FE_OK) return s;
+    }
+    return FE_OK;
+}
+
+bool fe_safetensors_in_memory(const fe_safetensors *st) {
+    bool any = false;
+    for (size_t i = 0; st && i < st->n_shards; i++) {
+        if (st->shards[i].borrowed) continue;
+        if (!st->shards[i].map.in_memory) return false;
+        any = true;
+    }
+    return any;
+}
+
 void fe_safetensors_close(fe_safetensors *st) {
     if (!st) return;
     for (size_t i = 0; i < st->n; i++) fe_free((char *)st->tensors[i].name);

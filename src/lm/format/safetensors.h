@@ -71,6 +71,11 @@ fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const
 void fe_safetensors_close(fe_safetensors *st);
 /* As fe_gguf_drop_pages, in whichever shard's mapping holds [p, p + n). */
 void fe_safetensors_drop_pages(const fe_safetensors *st, const void *p, size_t n);
+/* As fe_gguf_read_in, shard by shard (progress: bytes of the shard being copied). */
+fe_status fe_safetensors_read_in(fe_safetensors *st, void (*progress)(void *user, size_t done),
+                                 void *user, fe_error *err);
+/* Whether every shard (at least one) it mapped is in memory. */
+bool fe_safetensors_in_memory(const fe_safetensors *st);
 
 /* Tensors, in order of shard, then data offset: count, and the i-th (NULL when i >= count),
  * whatever its dtype. */
