@@ -267,7 +267,7 @@ static void the_summary_adds_up_and_counts_in_words(void **st) {
     long long rows, all;
     const char *m = strstr(errs, "peak RSS ");
     assert_non_null(m);
-    assert_int_equal(sscanf(m, "peak RSS %lf MiB = weights %lf MiB resident (of %lf MiB mapped) + "
+    assert_int_equal(sscanf(m, "peak RSS %lf MiB = weights %lf MiB resident (of %lf MiB in memory) + "
                                "weights repacked into layouts %lf MiB + KV cache %lf MiB "
                                "written (%lld of %lld rows; %lf MiB reserved) + graph scratch "
                                "%lf MiB + the rest %lf MiB", &peak, &w, &w_all, &laid, &kv, &rows,

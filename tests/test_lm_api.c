@@ -367,7 +367,9 @@ static void info_tokenize_and_chat_say_what_the_model_is(void **st) {
     assert_int_equal(in.n_heads, 4), assert_int_equal(in.n_kv_heads, 2), assert_int_equal(in.head_dim, 16);
     assert_int_equal(in.ffn, 160);
     assert_int_equal(in.matrix_dtype, FE_DTYPE_F32);
-    assert_true(in.weights_mapped);
+    /* read in at open (prefault): a small file is copied into memory */
+    assert_false(in.weights_mapped);
+    assert_non_null(strstr(in.weights_note, "in memory"));
     assert_int_equal(in.weight_bytes, fe_llama_weights_bytes(&weights));
     assert_string_equal(in.tokenizer, "byte-level BPE");
     assert_int_equal(in.chat_format, FE_LM_CHAT_CHATML);

@@ -47,8 +47,10 @@ static void read_in_keeps_the_bytes_and_their_addresses(void **state) {
     const unsigned char *at = m.data;
     assert_int_equal((uintptr_t)at % (2u << 20), 0); /* room for huge pages in place */
     assert_false(m.in_memory);
+    assert_false(fe_mapped_huge(&m)); /* too small to sample (three 4 MiB samples) */
     assert_int_equal(fe_mapped_read_in(&m, path, NULL, NULL, &err), FE_OK);
     assert_true(m.in_memory);
+    assert_false(fe_mapped_huge(&m)); /* copied: nothing left to map */
     assert_ptr_equal(m.data, at);
     assert_int_equal(m.size, FILE_BYTES);
     assert_memory_equal(m.data, want, FILE_BYTES);
@@ -96,6 +98,36 @@ static void dropped_pages_read_the_file_again(void **state) {
     fe_mapped_close(&m);
 }
 
+/* this process's anonymous memory (smaps_rollup), bytes */
+static size_t anonymous_bytes(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    assert_non_null(f);
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Anonymous: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)kib * 1024;
+}
+
+/* a weight laid out before the read-in (its pages dropped) is not copied, and still reads */
+static void ranges_dropped_before_are_not_copied(void **state) {
+    (void)state;
+    fe_mapped m;
+    fe_error err = {0};
+    assert_int_equal(fe_mapped_open(path, &m, &err), FE_OK);
+    const size_t from = 1 << 20, n = 3 << 20;
+    fe_mapped_drop_pages(&m, m.data + from, n);
+    assert_int_equal(m.n_dropped, 1);
+    const size_t before = anonymous_bytes();
+    assert_int_equal(fe_mapped_read_in(&m, path, NULL, NULL, &err), FE_OK);
+    assert_true(m.in_memory);
+    const size_t copied = anonymous_bytes() - before;
+    assert_true(copied >= FILE_BYTES - n - (64 << 10) && copied < FILE_BYTES - n + (512 << 10));
+    assert_memory_equal(m.data, want, FILE_BYTES);
+    fe_mapped_close(&m);
+}
+
 static void a_refused_read_in_leaves_the_mapping(void **state) {
     (void)state;
     fe_mapped m;
@@ -122,6 +154,7 @@ static void borrowed_buffers_are_left_alone(void **state) {
     assert_ptr_equal(m.data, buf);
     fe_mapped_drop_pages(&m, buf, sizeof buf);
     assert_int_equal(buf[50], 7);
+    assert_false(fe_mapped_huge(&m));
     fe_mapped_close(&m);
 }
 
@@ -130,6 +163,7 @@ int main(void) {
         cmocka_unit_test(read_in_keeps_the_bytes_and_their_addresses),
         cmocka_unit_test(read_in_reports_its_progress),
         cmocka_unit_test(dropped_pages_read_the_file_again),
+        cmocka_unit_test(ranges_dropped_before_are_not_copied),
         cmocka_unit_test(a_refused_read_in_leaves_the_mapping),
         cmocka_unit_test(borrowed_buffers_are_left_alone),
     };

@@ -508,11 +508,18 @@ static void generate_writes_and_runs_a_safetensors_folder(void **s) {
     RUN("generate", cfg, "--random-weights", "3", "--dtype", "f32", "--write-safetensors", sub);
     if (code != 0) fail_msg("%s", errs);
     assert_non_null(strstr(out, "model.safetensors"));
-    /* the folder runs, matching the oracle, with its weights mapped */
+    /* the folder runs, matching the oracle, with its weights read into memory by default and
+     * from the mapped file with --mmap */
     RUN("generate", sub, "--prompt-len", "6", "--num-tokens", "3", "--check-accuracy");
     if (code != 0) fail_msg("%s", errs);
     assert_non_null(strstr(errs, "top-1 mismatches 0/"));
-    assert_non_null(strstr(errs, "mapped"));
+    assert_non_null(strstr(errs, "ferrum: weights in memory"));
+    assert_non_null(strstr(errs, "MiB in memory)"));
+    RUN("generate", sub, "--prompt-len", "6", "--num-tokens", "3", "--check-accuracy", "--mmap");
+    if (code != 0) fail_msg("%s", errs);
+    assert_non_null(strstr(errs, "top-1 mismatches 0/"));
+    assert_non_null(strstr(errs, "ferrum: weights mapped from the file, as asked"));
+    assert_non_null(strstr(errs, "MiB mapped)"));
     /* the prompt in chunks of 4 rows (6 = 4 + 2) gives the same answer; a chunk of 0 is refused */
     RUN("generate", sub, "--prompt-len", "6", "--num-tokens", "3", "--chunk", "4", "--check-accuracy");
     if (code != 0) fail_msg("%s", errs);

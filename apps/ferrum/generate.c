@@ -201,12 +201,13 @@ int fe_generate_run(const gen_args *a, const fe_cli_io *io) {
         goto done;
     }
     if (code == FE_EXIT_OK) code = make_prompt(&r);
+    if (code == FE_EXIT_OK) choose_sampling(&r);
+    if (code == FE_EXIT_OK) code = make_session(&r);
+    /* after the session's plans: the weights they read through layouts are not copied */
     if (code == FE_EXIT_OK) {
         model_read_in(r.m, io);
         fe_lm_model_get_info(r.m, &r.info); /* where the weights now are */
     }
-    if (code == FE_EXIT_OK) choose_sampling(&r);
-    if (code == FE_EXIT_OK) code = make_session(&r);
     if (code == FE_EXIT_OK) code = generate(&r);
     if (code != FE_EXIT_OK) goto done;
     gen_report_summary(&r);

@@ -139,6 +139,12 @@ static bool read_in(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {
                  bytes / gib, (double)avail / gib);
         return false;
     }
+    if (m->weights == FE_LM_WEIGHTS_AUTO &&
+        (m->gguf ? fe_gguf_mapped_huge(m->gguf) : fe_safetensors_mapped_huge(m->st))) {
+        snprintf(m->weights_note, sizeof m->weights_note, "mapped from the file: the kernel "
+                 "maps its pages as huge pages already (a copy would gain nothing)");
+        return false;
+    }
     read_in_progress p = {progress, user, bytes, 0, 0};
     fe_error err = {0};
     fe_status st = m->gguf ? fe_gguf_read_in(m->gguf, read_in_step, &p, &err)
@@ -200,8 +206,12 @@ size_t fe_lm_model_layout_bytes(const fe_lm_model *m) {
 }
 
 void fe_lm_model_prefault(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {
-    if (m && !m->w.unread && m->format != FE_LM_FORMAT_RANDOM && !read_in(m, progress, user))
-        fe_llama_weights_prefault(&m->w, progress, user);
+    if (!m || m->w.unread || m->format == FE_LM_FORMAT_RANDOM || read_in(m, progress, user))
+        return;
+    /* mapped: every page still read faulted in (not those of weights laid out already) */
+    read_in_progress p = {progress, user, (double)fe_llama_weights_bytes(&m->w), 0, 0};
+    if (m->gguf) fe_gguf_populate(m->gguf, read_in_step, &p);
+    else fe_safetensors_populate(m->st, read_in_step, &p);
 }
 
 static const char *format_names[] = {"GGUF", "safetensors", "random"};

@@ -447,7 +447,7 @@ fe_status fe_gguf_open_memory_header(const void *data, size_t size, const char *
     return open_memory(data, size, name, true, out, err);
 }
 
-void fe_gguf_release_metadata(const fe_gguf *g) {
+void fe_gguf_release_metadata(fe_gguf *g) {
     if (!g || !g->map.owned || !g->map.data || g->header_only) return;
     uint64_t first = g->map.size; /* the data section starts at the lowest tensor offset */
     for (size_t i = 0; i < g->n_tensors; i++)
@@ -466,7 +466,13 @@ fe_status fe_gguf_read_in(fe_gguf *g, void (*progress)(void *user, size_t done),
 
 bool fe_gguf_in_memory(const fe_gguf *g) { return g && g->map.in_memory; }
 
-void fe_gguf_drop_pages(const fe_gguf *g, const void *p, size_t n) {
+void fe_gguf_populate(fe_gguf *g, void (*progress)(void *user, size_t done), void *user) {
+    if (g && !g->header_only) fe_mapped_populate(&g->map, progress, user);
+}
+
+bool fe_gguf_mapped_huge(const fe_gguf *g) { return g && fe_mapped_huge(&g->map); }
+
+void fe_gguf_drop_pages(fe_gguf *g, const void *p, size_t n) {
     if (g) fe_mapped_drop_pages(&g->map, p, n);
 }
 

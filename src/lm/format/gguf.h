@@ -76,16 +76,20 @@ typedef struct fe_gguf_tensor {
  * weights are built: they would otherwise stay resident beside the weights. Pointers into
  * them stay valid (a later read faults them in again from the file). No-op for buffers and
  * header-only readers. */
-void fe_gguf_release_metadata(const fe_gguf *g);
+void fe_gguf_release_metadata(fe_gguf *g);
 /* Drops this process's pages of [p, p + n) (the whole pages inside it) when the range lies in
  * g's mapping: clean private file pages, read again from the file if touched later. For a
  * weight read only through a layout made from it (graph.h's fe_layout_store). */
-void fe_gguf_drop_pages(const fe_gguf *g, const void *p, size_t n);
+void fe_gguf_drop_pages(fe_gguf *g, const void *p, size_t n);
 /* The file's bytes copied into memory at the same addresses (fe_mapped_read_in; the
  * metadata's pages released again after); progress gets the bytes copied so far. */
 fe_status fe_gguf_read_in(fe_gguf *g, void (*progress)(void *user, size_t done), void *user,
                           fe_error *err);
 bool fe_gguf_in_memory(const fe_gguf *g);
+/* fe_mapped_populate of its mapping: the pages still read faulted in. */
+void fe_gguf_populate(fe_gguf *g, void (*progress)(void *user, size_t done), void *user);
+/* fe_mapped_huge of its mapping: the file's pages map as huge pages already. */
+bool fe_gguf_mapped_huge(const fe_gguf *g);
 
 /* Maps and checks the GGUF file at `path`. On success *out is a new reader the caller
  * releases with fe_gguf_close. Returns FE_E_IO when the file cannot be opened or mapped,

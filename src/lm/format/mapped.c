@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,6 +58,120 @@ fe_status fe_mapped_open(const char *path, fe_mapped *m, fe_error *err) {
     return FE_OK;
 }
 
+/* This process's file pages mapped as huge pages (smaps_rollup's FilePmdMapped), bytes. */
+static size_t file_pmd_mapped(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "FilePmdMapped: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)kib * 1024;
+}
+
+bool fe_mapped_huge(const fe_mapped *m) {
+    enum { SAMPLES = 3, SAMPLE = 4 << 20 };
+    if (!m || !m->owned || !m->data || m->in_memory || m->size < (size_t)SAMPLES * SAMPLE)
+        return false;
+#ifdef MADV_POPULATE_READ
+    const size_t before = file_pmd_mapped();
+    const uintptr_t lo = (uintptr_t)m->data;
+    uintptr_t at[SAMPLES];
+    for (int i = 0; i < SAMPLES; i++) { /* spread over the file, on huge-page boundaries */
+        at[i] = (lo + (m->size - SAMPLE) * (size_t)(i + 1) / (SAMPLES + 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
+        if (at[i] < lo) at[i] = lo;
+        madvise((void *)at[i], SAMPLE, MADV_POPULATE_READ);
+    }
+    const size_t pmd = file_pmd_mapped() - before;
+    for (int i = 0; i < SAMPLES; i++) madvise((void *)at[i], SAMPLE, MADV_DONTNEED);
+    return pmd >= (size_t)SAMPLES * SAMPLE * 3 / 4;
+#else
+    return false;
+#endif
+}
+
+/* [off, off + len) of the file (page-aligned, inside the mapping) read into anonymous memory
+ * that starts at the same offset within a huge page as its place in the mapping, then moved
+ * there (which unmaps the file's pages); *done advanced by the bytes read. */
+static fe_status read_in_range(fe_mapped *m, int fd, const char *path, size_t off, size_t len,
+                               void (*progress)(void *user, size_t done), void *user,
+                               size_t *done, fe_error *err) {
+    unsigned char *dst = (unsigned char *)m->data + off;
+    unsigned char *t = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED)
+        return fe_error_set(err, FE_E_NOMEM, "%s: no memory for a %zu-byte copy of the file; "
+                            "keep it mapped (--mmap)", path, len);
+    unsigned char *a = t + (((uintptr_t)dst - (uintptr_t)t) & (uintptr_t)(HUGE_PAGE - 1));
+#ifdef MADV_HUGEPAGE
+    madvise(a, len, MADV_HUGEPAGE);
+#endif
+    /* read(), not a copy from the mapping: the file's pages then never join this process's
+     * resident set beside the copy */
+    const size_t chunk = (size_t)64 << 20, bytes = off + len < m->size ? len : m->size - off;
+    for (size_t at = 0; at < bytes;) {
+        size_t n = bytes - at < chunk ? bytes - at : chunk;
+        ssize_t got = pread(fd, a + at, n, (off_t)(off + at));
+        if (got <= 0) {
+            int e = got < 0 ? errno : EIO;
+            munmap(t, len + HUGE_PAGE);
+            return fe_error_set(err, FE_E_IO, "%s: cannot read it into memory: %s; keep it "
+                                "mapped (--mmap)", path, strerror(e));
+        }
+        at += (size_t)got;
+        *done += (size_t)got;
+        if (progress) progress(user, *done);
+    }
+    /* read-only as the mapping was, then moved onto its addresses */
+    void *moved = MAP_FAILED;
+    if (mprotect(a, len, PROT_READ) == 0)
+        moved = mremap(a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    if (moved == MAP_FAILED) {
+        int e = errno;
+        munmap(t, len + HUGE_PAGE);
+        return fe_error_set(err, FE_E_IO, "%s: cannot move the copy onto the mapping: %s; keep "
+                            "it mapped (--mmap)", path, strerror(e));
+    }
+    if (a > t) munmap(t, (size_t)(a - t)); /* the unused ends of the copy's range */
+    if (t + len + HUGE_PAGE > a + len) munmap(a + len, (size_t)(t + len + HUGE_PAGE - (a + len)));
+    return FE_OK;
+}
+
+/* m's dropped ranges in file order */
+static void sort_dropped(fe_mapped *m) {
+    for (int i = 1; i < m->n_dropped; i++)
+        for (int j = i; j > 0 && m->dropped[j].from < m->dropped[j - 1].from; j--) {
+            fe_mapped_range r = m->dropped[j];
+            m->dropped[j] = m->dropped[j - 1], m->dropped[j - 1] = r;
+        }
+}
+
+void fe_mapped_populate(fe_mapped *m, void (*progress)(void *user, size_t done), void *user) {
+    if (!m || !m->owned || !m->data || m->in_memory) return;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), chunk = (size_t)64 << 20;
+    const size_t n = (m->size + page - 1) / page * page;
+    sort_dropped(m);
+    size_t at = 0, done = 0;
+    for (int i = 0; i <= m->n_dropped; i++) {
+        size_t to = i < m->n_dropped ? m->dropped[i].from : n;
+        for (size_t p = at; p < to; p += chunk) {
+            size_t len = to - p < chunk ? to - p : chunk;
+#ifdef MADV_POPULATE_READ
+            if (madvise((void *)(m->data + p), len, MADV_POPULATE_READ) != 0)
+#endif
+            {
+                volatile unsigned char sink = 0;
+                for (size_t q = p; q < p + len && q < m->size; q += page) sink ^= m->data[q];
+                (void)sink;
+            }
+            done += len;
+            if (progress) progress(user, done);
+        }
+        if (i < m->n_dropped && m->dropped[i].to > at) at = m->dropped[i].to;
+    }
+}
+
 fe_status fe_mapped_read_in(fe_mapped *m, const char *path,
                             void (*progress)(void *user, size_t done), void *user, fe_error *err) {
     if (!m || !m->owned || !m->data || m->in_memory) return FE_OK;
@@ -66,53 +181,24 @@ fe_status fe_mapped_read_in(fe_mapped *m, const char *path,
     if (fd < 0)
         return fe_error_set(err, FE_E_IO, "%s: cannot open for reading: %s", path,
                             strerror(errno));
-    void *t = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t == MAP_FAILED) {
-        close(fd);
-        return fe_error_set(err, FE_E_NOMEM, "%s: no memory for a %zu-byte copy of the file; "
-                            "keep it mapped (--mmap)", path, n);
-    }
-    unsigned char *a = (unsigned char *)(((uintptr_t)t + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-#ifdef MADV_HUGEPAGE
-    madvise(a, n, MADV_HUGEPAGE);
-#endif
-    /* read(), not a copy from the mapping: the file's pages then never join this process's
-     * resident set beside the copy */
-    const size_t chunk = (size_t)64 << 20;
-    for (size_t at = 0; at < m->size;) {
-        size_t len = m->size - at < chunk ? m->size - at : chunk;
-        ssize_t got = pread(fd, a + at, len, (off_t)at);
-        if (got <= 0) {
-            int e = got < 0 ? errno : EIO;
-            munmap(t, n + HUGE_PAGE);
-            close(fd);
-            return fe_error_set(err, FE_E_IO, "%s: cannot read it into memory: %s; keep it "
-                                "mapped (--mmap)", path, strerror(e));
+    sort_dropped(m); /* the ranges between the dropped ones are copied */
+    fe_status st = FE_OK;
+    size_t at = 0, done = 0;
+    for (int i = 0; i <= m->n_dropped && st == FE_OK; i++) {
+        size_t to = i < m->n_dropped ? m->dropped[i].from : n;
+        if (to > at) {
+            st = read_in_range(m, fd, path, at, to - at, progress, user, &done, err);
+            if (st == FE_OK) m->in_memory = true; /* drops now map the file again */
         }
-        at += (size_t)got;
-        if (progress) progress(user, at);
+        if (i < m->n_dropped && m->dropped[i].to > at) at = m->dropped[i].to;
     }
-    /* read-only as the mapping was, then moved onto its addresses (which unmaps the file) */
-    void *moved = MAP_FAILED;
-    if (mprotect(a, n, PROT_READ) == 0)
-        moved = mremap(a, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)m->data);
-    if (moved == MAP_FAILED) {
-        int e = errno;
-        munmap(t, n + HUGE_PAGE);
-        close(fd);
-        return fe_error_set(err, FE_E_IO, "%s: cannot move the copy onto the mapping: %s; keep "
-                            "it mapped (--mmap)", path, strerror(e));
-    }
-    /* the unused ends of the copy's range */
-    if (a > (unsigned char *)t) munmap(t, (size_t)(a - (unsigned char *)t));
-    unsigned char *end = (unsigned char *)t + n + HUGE_PAGE;
-    if (end > a + n) munmap(a + n, (size_t)(end - (a + n)));
-    m->in_memory = true;
-    m->fd = fd;
-    return FE_OK;
+    if (m->in_memory) m->fd = fd;
+    else close(fd);
+    return st;
 }
 
 void fe_mapped_borrow(const void *data, size_t size, fe_mapped *m) {
+    memset(m, 0, sizeof *m);
     m->data = size && data ? data : NULL;
     m->size = data ? size : 0;
     m->owned = false;
@@ -135,13 +221,15 @@ bool fe_path_is_file(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-void fe_mapped_drop_pages(const fe_mapped *m, const void *p, size_t n) {
+void fe_mapped_drop_pages(fe_mapped *m, const void *p, size_t n) {
     if (!m || !m->owned || !m->data || !p) return;
     uintptr_t lo = (uintptr_t)m->data, hi = lo + m->size, a = (uintptr_t)p;
     if (a < lo || a > hi || n > hi - a) return; /* not wholly in the mapping */
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t from = (a + page - 1) / page * page, to = (a + n) / page * page;
     if (to <= from) return;
+    if (!m->in_memory && m->n_dropped < FE_MAPPED_MAX_DROPS) /* fe_mapped_read_in skips it */
+        m->dropped[m->n_dropped++] = (fe_mapped_range){from - lo, to - lo};
     if (m->in_memory) /* anonymous pages would read back as zeros: the file's again */
         mmap((void *)from, to - from, PROT_READ, MAP_PRIVATE | MAP_FIXED, m->fd,
              (off_t)(from - lo));

@@ -385,7 +385,7 @@ fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const
     return open_memory(data, size, name, true, out, err);
 }
 
-void fe_safetensors_drop_pages(const fe_safetensors *st, const void *p, size_t n) {
+void fe_safetensors_drop_pages(fe_safetensors *st, const void *p, size_t n) {
     for (size_t i = 0; st && i < st->n_shards; i++)
         if (!st->shards[i].borrowed) fe_mapped_drop_pages(&st->shards[i].map, p, n);
 }
@@ -400,11 +400,27 @@ fe_status fe_safetensors_read_in(fe_safetensors *st, void (*progress)(void *user
     return FE_OK;
 }
 
+void fe_safetensors_populate(fe_safetensors *st, void (*progress)(void *user, size_t done),
+                             void *user) {
+    for (size_t i = 0; st && !st->header_only && i < st->n_shards; i++)
+        if (!st->shards[i].borrowed) fe_mapped_populate(&st->shards[i].map, progress, user);
+}
+
 bool fe_safetensors_in_memory(const fe_safetensors *st) {
     bool any = false;
     for (size_t i = 0; st && i < st->n_shards; i++) {
         if (st->shards[i].borrowed) continue;
         if (!st->shards[i].map.in_memory) return false;
+        any = true;
+    }
+    return any;
+}
+
+bool fe_safetensors_mapped_huge(const fe_safetensors *st) {
+    bool any = false;
+    for (size_t i = 0; st && i < st->n_shards; i++) {
+        if (st->shards[i].borrowed) continue;
+        if (!fe_mapped_huge(&st->shards[i].map)) return false;
         any = true;
     }
     return any;

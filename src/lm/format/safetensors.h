@@ -70,12 +70,17 @@ fe_status fe_safetensors_open_memory_header(const void *data, size_t size, const
 /* Unmaps and frees. NULL allowed. Every pointer obtained from `st` dies here. */
 void fe_safetensors_close(fe_safetensors *st);
 /* As fe_gguf_drop_pages, in whichever shard's mapping holds [p, p + n). */
-void fe_safetensors_drop_pages(const fe_safetensors *st, const void *p, size_t n);
+void fe_safetensors_drop_pages(fe_safetensors *st, const void *p, size_t n);
 /* As fe_gguf_read_in, shard by shard (progress: bytes of the shard being copied). */
 fe_status fe_safetensors_read_in(fe_safetensors *st, void (*progress)(void *user, size_t done),
                                  void *user, fe_error *err);
+/* As fe_gguf_populate, shard by shard. */
+void fe_safetensors_populate(fe_safetensors *st, void (*progress)(void *user, size_t done),
+                             void *user);
 /* Whether every shard (at least one) it mapped is in memory. */
 bool fe_safetensors_in_memory(const fe_safetensors *st);
+/* Whether every shard (at least one) maps as huge pages already (fe_mapped_huge). */
+bool fe_safetensors_mapped_huge(const fe_safetensors *st);
 
 /* Tensors, in order of shard, then data offset: count, and the i-th (NULL when i >= count),
  * whatever its dtype. */
