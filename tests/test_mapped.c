@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "core/procfs.h"
 #include "lm/format/mapped.h"
 
 enum { FILE_BYTES = (5 << 20) + 123 }; /* past two huge pages, not a whole page */
@@ -98,16 +99,9 @@ static void dropped_pages_read_the_file_again(void **state) {
     fe_mapped_close(&m);
 }
 
-/* this process's anonymous memory (smaps_rollup), bytes */
+/* this process's anonymous memory, bytes */
 static size_t anonymous_bytes(void) {
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    assert_non_null(f);
-    char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Anonymous: %llu kB", &kib) == 1) break;
-    fclose(f);
-    return (size_t)kib * 1024;
+    return fe_procfs_kib_bytes("/proc/self/smaps_rollup", "Anonymous");
 }
 
 /* a weight laid out before the read-in (its pages dropped) is not copied, and still reads */

@@ -17,6 +17,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/procfs.h"
 #include "lm/format/mapped.h"
 #include "lm/model/checkpoint.h"
 #include "lm/model/weights_safetensors_write.h"
@@ -97,18 +98,6 @@ static void drop_laid_out(void *user, const void *data, size_t bytes) {
     fe_safetensors_drop_pages(m->st, data, bytes);
 }
 
-/* The memory the system could give without swapping (MemAvailable), 0 when unknown. */
-static size_t memory_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-    fclose(f);
-    return (size_t)kib * 1024;
-}
-
 typedef struct read_in_progress {
     fe_lm_progress_fn fn;
     void *user;
@@ -131,7 +120,7 @@ static bool read_in(fe_lm_model *m, fe_lm_progress_fn progress, void *user) {
         snprintf(m->weights_note, sizeof m->weights_note, "mapped from the file, as asked");
         return false;
     }
-    const size_t avail = memory_available();
+    const size_t avail = fe_procfs_kib_bytes("/proc/meminfo", "MemAvailable"); /* 0: unknown */
     if (m->weights == FE_LM_WEIGHTS_AUTO && avail && bytes > (double)avail / 2) {
         snprintf(m->weights_note, sizeof m->weights_note,
                  "mapped from the file: its %.1f GiB of weights are over half the %.1f GiB of "

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/procfs.h"
 
 enum { HUGE_PAGE = 2 << 20 }; /* the boundary the mapping starts on (x86-64's huge page) */
 
@@ -58,16 +58,9 @@ fe_status fe_mapped_open(const char *path, fe_mapped *m, fe_error *err) {
     return FE_OK;
 }
 
-/* This process's file pages mapped as huge pages (smaps_rollup's FilePmdMapped), bytes. */
+/* This process's file pages mapped as huge pages, bytes. */
 static size_t file_pmd_mapped(void) {
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "FilePmdMapped: %llu kB", &kib) == 1) break;
-    fclose(f);
-    return (size_t)kib * 1024;
+    return fe_procfs_kib_bytes("/proc/self/smaps_rollup", "FilePmdMapped");
 }
 
 bool fe_mapped_huge(const fe_mapped *m) {
