@@ -131,60 +131,81 @@ static fe_status read_in_range(fe_mapped *m, int fd, const char *path, size_t of
     return FE_OK;
 }
 
-/* m's dropped ranges in file order */
-static void sort_dropped(fe_mapped *m) {
-    for (int i = 1; i < m->n_dropped; i++)
+/* The ranges of m not dropped (whole pages, in file order), to fn one by one, until fn
+ * returns other than FE_OK: what fe_mapped_populate faults in and fe_mapped_read_in copies. */
+static fe_status for_each_kept(fe_mapped *m, fe_status (*fn)(fe_mapped *m, size_t off,
+                                                             size_t len, void *ctx),
+                               void *ctx) {
+    for (int i = 1; i < m->n_dropped; i++) /* sorted: drops come in any order */
         for (int j = i; j > 0 && m->dropped[j].from < m->dropped[j - 1].from; j--) {
             fe_mapped_range r = m->dropped[j];
             m->dropped[j] = m->dropped[j - 1], m->dropped[j - 1] = r;
         }
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t n = (m->size + page - 1) / page * page;
+    size_t at = 0;
+    for (int i = 0; i <= m->n_dropped; i++) {
+        size_t to = i < m->n_dropped ? m->dropped[i].from : n;
+        if (to > at) {
+            fe_status st = fn(m, at, to - at, ctx);
+            if (st != FE_OK) return st;
+        }
+        if (i < m->n_dropped && m->dropped[i].to > at) at = m->dropped[i].to;
+    }
+    return FE_OK;
+}
+
+typedef struct kept_pass {
+    void (*progress)(void *user, size_t done);
+    void *user;
+    size_t done;
+    int fd;           /* read_in: the file */
+    const char *path;
+    fe_error *err;
+} kept_pass;
+
+static fe_status populate_range(fe_mapped *m, size_t off, size_t len, void *ctx) {
+    kept_pass *k = ctx;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), chunk = (size_t)64 << 20;
+    for (size_t p = off; p < off + len; p += chunk) {
+        size_t n = off + len - p < chunk ? off + len - p : chunk;
+#ifdef MADV_POPULATE_READ
+        if (madvise((void *)(m->data + p), n, MADV_POPULATE_READ) != 0)
+#endif
+        { /* kernels before 5.14: a byte a page */
+            volatile unsigned char sink = 0;
+            for (size_t q = p; q < p + n && q < m->size; q += page) sink ^= m->data[q];
+            (void)sink;
+        }
+        k->done += n;
+        if (k->progress) k->progress(k->user, k->done);
+    }
+    return FE_OK;
 }
 
 void fe_mapped_populate(fe_mapped *m, void (*progress)(void *user, size_t done), void *user) {
     if (!m || !m->owned || !m->data || m->in_memory) return;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), chunk = (size_t)64 << 20;
-    const size_t n = (m->size + page - 1) / page * page;
-    sort_dropped(m);
-    size_t at = 0, done = 0;
-    for (int i = 0; i <= m->n_dropped; i++) {
-        size_t to = i < m->n_dropped ? m->dropped[i].from : n;
-        for (size_t p = at; p < to; p += chunk) {
-            size_t len = to - p < chunk ? to - p : chunk;
-#ifdef MADV_POPULATE_READ
-            if (madvise((void *)(m->data + p), len, MADV_POPULATE_READ) != 0)
-#endif
-            {
-                volatile unsigned char sink = 0;
-                for (size_t q = p; q < p + len && q < m->size; q += page) sink ^= m->data[q];
-                (void)sink;
-            }
-            done += len;
-            if (progress) progress(user, done);
-        }
-        if (i < m->n_dropped && m->dropped[i].to > at) at = m->dropped[i].to;
-    }
+    kept_pass k = {progress, user, 0, -1, NULL, NULL};
+    for_each_kept(m, populate_range, &k);
+}
+
+static fe_status read_in_kept(fe_mapped *m, size_t off, size_t len, void *ctx) {
+    kept_pass *k = ctx;
+    fe_status st = read_in_range(m, k->fd, k->path, off, len, k->progress, k->user, &k->done,
+                                 k->err);
+    if (st == FE_OK) m->in_memory = true; /* drops now map the file again */
+    return st;
 }
 
 fe_status fe_mapped_read_in(fe_mapped *m, const char *path,
                             void (*progress)(void *user, size_t done), void *user, fe_error *err) {
     if (!m || !m->owned || !m->data || m->in_memory) return FE_OK;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t n = (m->size + page - 1) / page * page;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return fe_error_set(err, FE_E_IO, "%s: cannot open for reading: %s", path,
                             strerror(errno));
-    sort_dropped(m); /* the ranges between the dropped ones are copied */
-    fe_status st = FE_OK;
-    size_t at = 0, done = 0;
-    for (int i = 0; i <= m->n_dropped && st == FE_OK; i++) {
-        size_t to = i < m->n_dropped ? m->dropped[i].from : n;
-        if (to > at) {
-            st = read_in_range(m, fd, path, at, to - at, progress, user, &done, err);
-            if (st == FE_OK) m->in_memory = true; /* drops now map the file again */
-        }
-        if (i < m->n_dropped && m->dropped[i].to > at) at = m->dropped[i].to;
-    }
+    kept_pass k = {progress, user, 0, fd, path, err};
+    fe_status st = for_each_kept(m, read_in_kept, &k);
     if (m->in_memory) m->fd = fd;
     else close(fd);
     return st;

@@ -5,8 +5,6 @@
 
 #include <math.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
@@ -173,34 +171,3 @@ size_t fe_llama_weights_bytes(const fe_llama_weights *w) {
     return bytes;
 }
 
-void fe_llama_weights_prefault(const fe_llama_weights *w, void (*progress)(void *user, double done),
-                               void *user) {
-    int n = fe_llama_weights_tensors(w, NULL, 0);
-    const fe_tensor **ts = fe_malloc((size_t)n * sizeof *ts);
-    if (!ts) return; /* an optimisation only */
-    fe_llama_weights_tensors(w, ts, n);
-    double total = 0, done = 0, shown = 0;
-    for (int i = 0; i < n; i++)
-        if (ts[i]->data) total += (double)fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < n; i++) {
-        if (!ts[i]->data) continue;
-        size_t bytes = fe_dtype_bytes(ts[i]->dtype, fe_tensor_numel(ts[i]));
-        uintptr_t a = (uintptr_t)ts[i]->data & ~(page - 1), e = (uintptr_t)ts[i]->data + bytes;
-#ifdef MADV_POPULATE_READ
-        if (madvise((void *)a, e - a, MADV_POPULATE_READ) != 0)
-#endif
-        {
-            volatile unsigned char sink = 0;
-            for (uintptr_t p = a; p < e; p += page) /* a's page holds data[0]: mapped */
-                sink ^= *(const unsigned char *)p;
-            (void)sink;
-        }
-        done += (double)bytes;
-        if (progress && total > 0 && (done - shown >= 0.05 * total || i == n - 1)) {
-            shown = done;
-            progress(user, done / total);
-        }
-    }
-    fe_free(ts);
-}

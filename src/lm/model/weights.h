@@ -88,14 +88,6 @@ int fe_llama_weights_tensors(const fe_llama_weights *w, const fe_tensor **out, i
 /* Bytes of all of them (0 when out of memory). */
 size_t fe_llama_weights_bytes(const fe_llama_weights *w);
 
-/* Reads every weight's pages in now (MADV_POPULATE_READ over each tensor), so that the first
- * prompt does not pay the page faults of a mapped checkpoint: loading then means ready.
- * `progress`, when not NULL, is called with the fraction done (0..1) every ~5 % of bytes.
- * Cheap for weights already in memory; tensors without data are skipped; kernels without MADV_POPULATE_READ (older
- * than Linux 5.14) touch one byte a page instead. */
-void fe_llama_weights_prefault(const fe_llama_weights *w, void (*progress)(void *user, double done),
-                               void *user);
-
 /* FE_OK when w's data can be read; FE_E_STATE, with a message naming `what` (the reader:
  * "the oracle") and the fix, when w is the unread fill. */
 fe_status fe_llama_weights_check_read(const fe_llama_weights *w, const char *what, fe_error *err);

@@ -224,6 +224,10 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
  * straddles k padded with zeros; blocks past k zero), with dxc = dx times -off times each
  * block's sum of q. The reference's and every kernel's. */
 typedef void (*gm_i8_quant_fn)(const float *x, int64_t n, int8_t *q, float *dx);
+/* One row x of it, without the block sums (int8_dot = 2 reads none): K int8 into q, K / 32
+ * dx into dx. */
+void gm_i8_quant_row(const float *x, int64_t K, int64_t k, gm_i8_quant_fn quant, int8_t *q,
+                     float *dx);
 void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
                       gm_i8_quant_fn quant, uint32_t *dst);
 

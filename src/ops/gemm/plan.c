@@ -138,27 +138,29 @@ static int32_t block_sum(const int8_t *q) {
     return (int32_t)((acc * 0x0001000100010001ull) >> 48) - 128 * GM_KSTEP;
 }
 
+void gm_i8_quant_row(const float *x, int64_t K, int64_t k, gm_i8_quant_fn quant, int8_t *q,
+                     float *dx) {
+    const int64_t full = k / GM_KSTEP * GM_KSTEP, kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
+    quant(x, full, q, dx);
+    if (full < k) { /* the block that straddles k, zero past it */
+        float t[GM_KSTEP] = {0};
+        memcpy(t, x + full, (size_t)(k - full) * sizeof *t);
+        quant(t, GM_KSTEP, q + full, dx + full / GM_KSTEP);
+    }
+    memset(q + kq, 0, (size_t)(K - kq));
+    for (int64_t b = kq / GM_KSTEP; b < K / GM_KSTEP; b++) dx[b] = 0.0f;
+}
+
 void gm_i8_quant_rows(const float *A, int64_t K, int64_t r0, int64_t r1, int64_t k, int off,
                       gm_i8_quant_fn quant, uint32_t *dst) {
     const int64_t nb = K / GM_KSTEP, kq = (k + GM_KSTEP - 1) / GM_KSTEP * GM_KSTEP;
-    const int64_t full = k / GM_KSTEP * GM_KSTEP;
     for (int64_t r = r0; r < r1; r++) {
         uint32_t *w = dst + (r - r0) * gm_i8_row_words(K);
         int8_t *q = (int8_t *)w;
         float *dx = (float *)w + K / 4, *dxc = dx + nb, *dxt = dx + 2 * nb;
-        const float *x = A + r * K;
-        quant(x, full, q, dx);
-        if (full < k) { /* the block that straddles k, zero past it */
-            float t[GM_KSTEP] = {0};
-            memcpy(t, x + full, (size_t)(k - full) * sizeof *t);
-            quant(t, GM_KSTEP, q + full, dx + full / GM_KSTEP);
-        }
-        memset(q + kq, 0, (size_t)(K - kq));
+        gm_i8_quant_row(A + r * K, K, k, quant, q, dx);
         for (int64_t b = 0; b < nb; b++) {
-            int32_t t = 0;
-            if (b * GM_KSTEP >= kq) dx[b] = 0.0f;
-            else
-                t = block_sum(q + b * GM_KSTEP);
+            const int32_t t = b * GM_KSTEP < kq ? block_sum(q + b * GM_KSTEP) : 0;
             dxc[b] = dx[b] * (float)(-off * t);
             dxt[b] = dx[b] * (float)t;
         }
