@@ -77,20 +77,26 @@ typedef struct calls {
 } calls;
 
 /* The decode step at positions in the middle of four equal slices of [0, context), and the
- * prefill chunk at four starts spread over [0, context - chunk]. */
+ * prefill chunk at up to four distinct starts spread over [0, context - chunk], each a
+ * multiple of the chunk as a prompt's chunks start (1024 / 512: 0 and 512, each measured
+ * once where four spread starts rounded down had measured 0 three times). */
 static int make_calls(calls *c, int64_t context, int64_t chunk) {
     c->tokens = calloc((size_t)chunk, sizeof *c->tokens);
     if (!c->tokens) return -1;
     c->prefill_in = (fe_named_tensor){"tokens", fe_tensor_contiguous(c->tokens, FE_DTYPE_I32, 1,
                                                                     &chunk)};
+    int starts = 0;
+    const int64_t last = context > chunk ? context - chunk : 0;
     for (int p = 0; p < LADDER; p++) {
         c->words[0][p] = (fe_word){"position", context * (2 * p + 1) / (2 * LADDER)};
-        int64_t last = context - chunk;
-        c->words[1][2 * p] = (fe_word){"position", last * p / (LADDER - 1) / chunk * chunk};
-        c->words[1][2 * p + 1] = (fe_word){"n", chunk};
+        const int64_t start = last * p / (LADDER - 1) / chunk * chunk;
+        if (starts > 0 && c->words[1][2 * (starts - 1)].value == start) continue;
+        c->words[1][2 * starts] = (fe_word){"position", start};
+        c->words[1][2 * starts + 1] = (fe_word){"n", chunk};
+        starts++;
     }
     c->call[0] = (fe_tune_call){"decode step", NULL, 0, c->words[0], 1, LADDER};
-    c->call[1] = (fe_tune_call){"prefill chunk", &c->prefill_in, 1, c->words[1], 2, LADDER};
+    c->call[1] = (fe_tune_call){"prefill chunk", &c->prefill_in, 1, c->words[1], 2, starts};
     return 0;
 }
 
@@ -390,9 +396,10 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
                 ? ""
                 : " (unreliable: another process took the CPU while they were probed; the "
                   "modelled calls lean on them, --remeasure on a quiet machine)");
-    fprintf(f, "\ncalls (the mean over %d positions; modelled: dispatch + steps + barriers; "
-            "CPUs had: the process's CPU time over the wall time, less than the workers when "
-            "it was descheduled):\n", LADDER);
+    fprintf(f, "\ncalls (the mean over %d decode positions and %d prefill starts; modelled: "
+            "dispatch + steps + barriers; CPUs had: the process's CPU time over the wall time, "
+            "less than the workers when it was descheduled):\n", req.calls[0].n_points,
+            req.calls[1].n_points);
     int workers = fe_device_get_info(dev)->n_workers;
     print_calls(f, "defaults", n, fp, table, &req, a->skip_measure ? NULL : measured, cached,
                 false, workers);
@@ -467,7 +474,8 @@ int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
          "replacing) the cost cache and the last table (without it a warm run reuses every "
          "cached figure, an unreliable one too, and says so)", NULL, .flag = &a.remeasure},
         {"context", 0, ARG_INT, "N", "positions the calls are priced over: the decode step at "
-         "four points across [0, N), the prefill chunk at four starts up to N - chunk; also "
+         "four points across [0, N), the prefill chunk at up to four distinct starts (multiples of "
+         "the chunk) up to N - chunk; also "
          "the session's cache rows", "1024", .lo = 2, .hi = 1 << 20, .i = &a.context},
         {"chunk", 0, ARG_INT, "N", "prefill rows per call, as generate's", "512", .lo = 1,
          .hi = 1 << 16, .i = &a.chunk},
