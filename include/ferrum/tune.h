@@ -102,7 +102,7 @@ typedef struct fe_tune_options {
     int attempts;           /* figures measured before one is reported unreliable */
     uint64_t seed;          /* the inputs' random draw */
     FILE *progress;         /* a line per setting while measuring; NULL: quiet */
-    int warmup;             /* runs before a figure's samples */
+    int warmup;             /* runs before a figure's samples (none begun 20 ms past the first) */
     int min_samples;        /* a figure stops at the budget once it has this many */
     bool recheck_unreliable; /* the default setting's cached figure, when marked unreliable,
                               * is measured again and the lower of the two medians kept

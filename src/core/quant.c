@@ -80,6 +80,15 @@ bool fe_dequant_row(fe_dtype dt, const void *src, float *dst, int64_t n) {
     }
 }
 
+/* roundf (half away from zero) for |v| < 2^31, inline: this file is built for baseline
+ * x86-64, where roundf and fmaxf are calls into libm (half the time of drawing the tuner's
+ * q8_0 lm_head inputs). v - trunc(v) is exact; every float in [-128, 128] rounds to
+ * roundf's value (checked exhaustively; -0 becomes +0, the same int8). */
+static inline float round_half_away(float v) {
+    const float t = (float)(int32_t)v, r = v - t;
+    return r >= 0.5f ? t + 1.0f : r <= -0.5f ? t - 1.0f : t;
+}
+
 bool fe_quant_row(fe_dtype dt, const float *src, void *dst, int64_t n) {
     if (dt == FE_DTYPE_Q4_K) {
         fe_quant_q4_k(src, dst, n);
@@ -95,10 +104,10 @@ bool fe_quant_row(fe_dtype dt, const float *src, void *dst, int64_t n) {
         case FE_DTYPE_Q8_0: {
             fe_block_q8_0 *b = (fe_block_q8_0 *)dst + k;
             float amax = 0;
-            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+            for (int j = 0; j < 32; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
             float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
             b->d = fe_f32_to_f16(d);
-            for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)roundf(x[j] * id);
+            for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)round_half_away(x[j] * id);
             break;
         }
         case FE_DTYPE_Q4_0: {
