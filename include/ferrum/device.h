@@ -22,6 +22,7 @@ FE_API fe_status fe_isa_from_name(const char *name, fe_isa *out);
 typedef struct fe_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16;
+    bool amx_bf16; /* AMX tiles with TDPBF16PS, saved by the OS and granted to this process */
 } fe_cpu_features;
 
 typedef struct fe_device_info {

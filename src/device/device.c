@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -44,6 +45,16 @@ static uint64_t xgetbv0(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 
+/* Asks Linux for this process's use of the AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM,
+ * XFEATURE_XTILEDATA = 18): true when granted (again: asking twice is harmless). */
+static bool request_amx(void) {
+#ifdef __linux__
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return false;
+#endif
+}
+
 static void read_features(fe_cpu_features *f, char *name, size_t name_len) {
     unsigned a, b, c, d;
     memset(f, 0, sizeof *f);
@@ -64,7 +75,12 @@ static void read_features(fe_cpu_features *f, char *name, size_t name_len) {
             f->avx512vl = b & (1u << 31);
             f->avx512vnni = c & (1u << 11);
         }
+        /* AMX: the tile and bf16 bits (leaf 7 EDX 24, 22), the OS saving the tile state
+         * (XCR0 bits 17, 18), and Linux's per-process grant of it (ARCH_REQ_XCOMP_PERM for
+         * XTILEDATA; without it the first tile instruction faults) */
+        bool amx = (d & (1u << 24)) && (d & (1u << 22)) && (xcr0 & 0x60000) == 0x60000;
         if (os_zmm && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = a & (1u << 5);
+        f->amx_bf16 = amx && f->avx512bf16 && f->avx512f && request_amx();
     }
     unsigned brand[12];
     if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {
@@ -224,10 +240,10 @@ void fe_device_describe(const fe_device *dev, char *buf, size_t n) {
     const fe_cpu_features *f = &i->features;
     snprintf(buf, n,
              "%s, %d cores, %d workers, kernels %s (best %s; avx512f=%d bw=%d vl=%d vnni=%d "
-             "bf16=%d avx2=%d fma=%d f16c=%d), L1d %zu KiB, L2 %zu KiB, L3 %zu KiB",
+             "bf16=%d amx_bf16=%d avx2=%d fma=%d f16c=%d), L1d %zu KiB, L2 %zu KiB, L3 %zu KiB",
              i->cpu_name, i->n_cores, i->n_workers, fe_isa_name(i->isa),
              fe_isa_name(i->best_isa), f->avx512f, f->avx512bw, f->avx512vl, f->avx512vnni,
-             f->avx512bf16, f->avx2, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
+             f->avx512bf16, f->amx_bf16, f->avx2, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
              i->l3_bytes / 1024);
 }
 

@@ -64,15 +64,18 @@ static const fe_tunable_decl tunables[] = {
                "depth of a packed block (whole quant blocks; a rest of <= KC/4 joins the last "
                "block): one MR x KC A panel stays in L1 (bf16_dot = 1: a KC x 32 panel of B "
                "in L2, C's partial sums written once per KC; bf16_dot = 2: six B rows of KC)"},
-    [GM_DOT] = {"bf16_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
+    [GM_DOT] = {"bf16_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2, 3},
+                             .n_choices = 4},
                 0, true,
                 "act_bf16 products: 1 = AVX512_BF16 vdpbf16ps on k-pair panels of 32 rows of B "
                 "(a graph's weight repacked once into them: B's bytes again, beside it; else "
                 "packed per call) in 14 x 32 register tiles; 2 = vdpbf16ps between A's rows "
                 "rounded to bf16 and B's rows as stored, 32 columns a vector, nothing of B "
-                "packed; 0 = A rounded to bf16 values while packing and the f32 FMA "
-                "micro-kernel; the same products (resolve sets 1 where the device has "
-                "avx512bf16 and turns it off elsewhere)"},
+                "packed; 3 = AMX-BF16 TDPBF16PS on the same k-pair panels as 1, 32 x 32 blocks "
+                "of C in four tiles; 0 = A rounded to bf16 values while packing and the f32 "
+                "FMA micro-kernel; the same products (resolve sets 3 where the device has "
+                "amx_bf16, else 1 where it has avx512bf16, and turns it off elsewhere; 3 "
+                "without AMX becomes that default)"},
     [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
                  0, true,
                  "act_int8 integer sums: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
@@ -238,8 +241,9 @@ static void resolve(fe_op_ctx *c) {
     const bool kc_given = c->tunable_set[GM_KC], nc_given = c->tunable_set[GM_NC];
     bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                c->dev->features.avx512bf16;
-    if (!c->tunable_set[GM_DOT] || !can) {
-        c->tunables[GM_DOT] = can ? GM_DOT_DEFAULT : GM_DOT_OFF;
+    const bool amx = can && c->dev->features.amx_bf16;
+    if (!c->tunable_set[GM_DOT] || !can || (c->tunables[GM_DOT] == GM_DOT_AMX && !amx)) {
+        c->tunables[GM_DOT] = amx ? GM_DOT_AMX : can ? GM_DOT_DEFAULT : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
     const bool i8 = c->params[GM_P_INT8] != 0;
@@ -263,7 +267,7 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[GM_PANELS] = true;
     }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
-    const bool dot = c->tunables[GM_DOT] == GM_DOT_PACKED;
+    const bool dot = c->tunables[GM_DOT] == GM_DOT_PACKED || c->tunables[GM_DOT] == GM_DOT_AMX;
     int mr, nr;
     gm_tile(c->dev->isa, &mr, &nr);
     double l1 = c->dev->l1d_bytes ? (double)c->dev->l1d_bytes : 32768.0;
@@ -464,7 +468,7 @@ static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t
         return fe_gemv_panel_matrix_bytes(d->dtypes[GM_B], N, K);
     }
     const bool dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0 &&
-                     d->tunables[GM_DOT] == GM_DOT_PACKED;
+                     (d->tunables[GM_DOT] == GM_DOT_PACKED || d->tunables[GM_DOT] == GM_DOT_AMX);
     if (!panels && !dot) return 0; /* bf16 k-pairs for either, else none */
     *format = GM_LAYOUT_BF16_PAIRS;
     return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *
@@ -624,6 +628,32 @@ static const fe_case cases[] = {
      .tunables = {{"bf16_dot", 2}}, .n_tunables = 1},
     {.name = "bf16/dot_fma_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
      .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},
+    /* bf16_dot = 3 (amx.inc: 32 x 32 blocks of C in AMX tiles; where the device has no
+     * AMX-BF16 resolve turns it to the default, which these cases then run) and bf16_dot = 1
+     * pinned (it is the default only without AMX): M 1..a chunk, across the 16-row halves
+     * and the 32-row block; N off the 32-column panel; k not a multiple of 32 (the rest
+     * through the zero-padded copy) and odd (the last pair's high half); K past KC = 2048 */
+#define AMX .tunables = {{"bf16_dot", 3}}, .n_tunables = 1
+    {.name = "bf16/amx_odd", SHAPE(7, 33, 101), BF16, .absent = PLAIN, AMX},
+    {.name = "bf16/amx_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES, AMX},
+    {.name = "bf16/amx_all", SHAPE(15, 48, 95),
+     .params = {{"act_bf16", 1}, {"activation", GM_ACT_SILU}, {"clamp_min", -2},
+                {"clamp_max", 2}}, .n_params = 4, AMX},
+    {.name = "bf16/amx_rows_1", SHAPE(1, 31, 64), BF16, .absent = PLAIN, AMX},
+    {.name = "bf16/amx_rows_17", SHAPE(17, 32, 66), BF16, .absent = NO_BIAS, AMX},
+    {.name = "bf16/amx_rows_129", SHAPE(129, 97, 40), BF16, .absent = NO_RES, AMX},
+    {.name = "bf16/amx_chunk", SHAPE(256, 80, 130), BF16, .absent = PLAIN, AMX},
+    {.name = "bf16/amx_k2560", SHAPE(33, 40, 2560), BF16, .absent = NO_BIAS, AMX},
+    {.name = "bf16/amx_k2599", SHAPE(9, 20, 2599), BF16, .absent = NO_BIAS, AMX},
+    {.name = "bf16/amx_tall", SHAPE(600, 20, 23), BF16, .absent = PLAIN, AMX},
+    {.name = "bf16/amx_gated", SHAPE(29, 65, 63), BF16, .absent = GATED, AMX},
+#undef AMX
+    {.name = "bf16/dot1_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    {.name = "bf16/dot1_k2599", SHAPE(9, 20, 2599), BF16, .absent = NO_BIAS,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
+    {.name = "bf16/dot1_gated", SHAPE(29, 65, 63), BF16, .absent = GATED,
+     .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
     /* act_int8 (B in blocks; AVX-512 6 x 32 tiles, AVX2 4 x 8, int8_dot as resolved: VNNI
      * where the device has it): M 1..chunk-ish, K whole blocks but not whole K blocks
      * (KC + tail, an odd number of blocks), N off the tile; bounded rows and k (k = K/2 + 1

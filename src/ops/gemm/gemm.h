@@ -26,7 +26,9 @@
  * the same way, 14 x 32 register tiles over K blocks 2048 deep (bf16dot.inc); bf16_dot = 2
  * packs nothing of B: it rounds A's rows to bf16 once per block and dots them with B's rows
  * as stored, 32 columns a vector, reducing each sum across lanes at the end of a K block
- * (bf16rows.inc). Elsewhere act_bf16 rounds A while packing and takes the f32 path.
+ * (bf16rows.inc); bf16_dot = 3, where the device has AMX-BF16, reads the same k-pair panels
+ * as 1 into AMX tiles and multiplies 32 x 32 blocks of C by TDPBF16PS (amx.inc). Elsewhere
+ * act_bf16 rounds A while packing and takes the f32 path.
  *
  * act_int8 (B q8_0, q4_0, q4_1 or q5_0): A's rows are quantised once per call to int8 per 32-block
  * exactly as GEMV's act_int8 quantises x (fe_gemv_quant_x: dx = max|x| / 127, q =
@@ -64,8 +66,9 @@ enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C, GM_MUL };  /* operands (the multiplier
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
 enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8, GM_PANELS }; /* tunables */
-enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS };      /* bf16_dot choices */
-#define GM_DOT_DEFAULT GM_DOT_PACKED                  /* resolved where it can run */
+enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS, GM_DOT_AMX }; /* bf16_dot choices */
+/* resolved where it can run: GM_DOT_AMX where the device has AMX-BF16, else GM_DOT_PACKED */
+#define GM_DOT_DEFAULT GM_DOT_PACKED
 enum { GM_LAYOUT_BF16_PAIRS = FE_LAYOUT_BF16_PAIRS32 }; /* B's layout (fe_op.layout format) */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
@@ -87,6 +90,9 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
  * loads per 24 vdpbf16ps. */
 #define GM_MR_ROWS 4
 #define GM_NR_ROWS 6
+/* bf16_dot = 3 (amx.inc): a 32 x 32 block of C in four AMX tiles, two of A, two of B */
+#define GM_MR_AMX 32
+#define GM_NR_AMX 32
 /* act_int8 (int8.inc): rows of A x columns of C per register block: AVX-512 12 f32 and 12
  * int32 accumulators, two B vectors, one A broadcast; AVX2 4 + 4, one B vector, |B|, the
  * broadcast, ones. The scalar kernel dots B's rows as stored, in the scalar tile. */
@@ -162,6 +168,7 @@ typedef struct gm_plan {
     bool dot;              /* bf16 k-pair panels (B's layout or packed per run), the
                             * vdpbf16ps micro-kernel and its own loop nest (bf16dot.inc) */
     bool rows;             /* bf16 A rows dotted with B's rows unpacked (bf16rows.inc) */
+    bool amx;              /* bf16 A rows times B's k-pair panels in AMX tiles (amx.inc) */
     bool i8;               /* act_int8: quantised A, int8 k-quad B panels (int8.inc) */
     bool vnni;             /* act_int8 by vpdpbusd (int8_dot = 1) */
     bool w16;              /* act_int8 over q8_0 by int16 k-pairs (int8_dot = 2, AVX2) */

@@ -49,6 +49,7 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     const bool avx512_dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0;
     p->dot = avx512_dot && d->tunables[GM_DOT] == GM_DOT_PACKED;
     p->rows = avx512_dot && d->tunables[GM_DOT] == GM_DOT_ROWS;
+    p->amx = avx512_dot && d->tunables[GM_DOT] == GM_DOT_AMX;
     p->i8 = d->params[GM_P_INT8] != 0;
     p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_VNNI;
     const fe_dtype bdt = d->dtypes[GM_B];
@@ -56,6 +57,7 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->w16 = p->i8 && d->isa == FE_ISA_AVX2 && bdt == FE_DTYPE_Q8_0 &&
              d->tunables[GM_DOT8] == GM_DOT8_PAIRS16;
     if (p->rows) p->mr = GM_MR_ROWS, p->nr = GM_NR_ROWS;
+    else if (p->amx) p->mr = GM_MR_AMX, p->nr = GM_NR_AMX;
     else if (kq && d->isa == FE_ISA_AVX512) p->mr = GM_MR_KQ_AVX512, p->nr = GM_NR_KQ_AVX512;
     else if (kq && d->isa == FE_ISA_AVX2) p->mr = GM_MR_KQ_AVX2, p->nr = GM_NR_KQ_AVX2;
     else if (p->i8 && d->isa == FE_ISA_AVX512) p->mr = GM_MR_I8_AVX512, p->nr = GM_NR_I8_AVX512;
@@ -89,6 +91,11 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
         p->bp = d->isa == FE_ISA_SCALAR ? 0
                 : kq ? p->nc * (p->kc / gm_kq_sb(bdt)) * gm_kq_block_words(bdt)
                      : p->nc * (p->kc / GM_KSTEP) * GM_I8_BLOCK_WORDS;
+        p->tmp = 0;
+    } else if (p->amx) { /* A's rows as bf16; one B panel of a K block, packed per run where
+                          * B has no layout */
+        p->ap = round_up(p->mc * gm_rows_ldw(p->kc), 16);
+        p->bp = round_up(p->nr * ((p->kc + 1) / 2), 16);
         p->tmp = 0;
     } else if (p->rows) { /* A's rows as bf16, nothing of B */
         p->ap = round_up(p->mc * gm_rows_ldw(p->kc), 16);
