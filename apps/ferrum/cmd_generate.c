@@ -70,7 +70,8 @@ static int generate_options(gen_parse *p, arg_opt *t) {
         FLAG("verbose", &a->verbose, "print the graph's packaging and per-call values"),
         {"prefill-dot", 0, ARG_CHOICE, NULL,
          "prefill dot products: bf16 (over bf16 matrices) rounds the activations to bf16 (~1.7x "
-         "faster where the CPU has AVX512_BF16, as llama.cpp does), int8 (over block "
+         "faster where the CPU has AVX512_BF16, as llama.cpp does; ~5x where it has AMX-BF16 "
+         "tiles), int8 (over block "
          "matrices; by default only q8_0/q4_0/q4_1) quantises them per block and sums exact integer products (as llama.cpp's "
          "Q8 activations), f32 is exact", "bf16 or int8 by the matrices",
          .choices = prefill_dots, .i = &p->prefill_dot},

@@ -37,7 +37,8 @@ struct fe_encoder {
  * stored), which pays a reduction across lanes and a 4 x 6 epilogue per tile: every 12
  * steps at this encoder's K = 384. Measured on AMD EPYC (Zen 4), one worker, CPU time
  * (bench_gemm minilm cases), packed / rows at 128 and 4096 rows: the q|k|v product 1.08x and
- * 1.46x, the FFN's first (GELU) 1.53x and 1.69x, its second (K = 1536) 1.05x and 1.15x. */
+ * 1.46x, the FFN's first (GELU) 1.53x and 1.69x, its second (K = 1536) 1.05x and 1.15x.
+ * Not where the device has AMX-BF16: there GEMM resolves to its tiles (bf16_dot = 3). */
 static const char bf16_profile[] =
     "{\"entries\": [{\"op\": \"GEMM\", \"when\": {\"act_bf16\": 1}, "
     "\"tunables\": {\"bf16_dot\": 1}}]}";
@@ -204,7 +205,8 @@ fe_status fe_encoder_create(fe_device *dev, const fe_bert_weights *w, const fe_e
     if (st == FE_OK) st = stack_matrices(e, err);
     if (st == FE_OK) st = fe_graph_create(dev, "encoder", encoder_body, e, &e->g, err);
     if (st == FE_OK) st = set_weights(e);
-    if (st == FE_OK && opt.dot_bf16)
+    /* (where the device has AMX-BF16, the GEMM's own default, its tiles, beats both) */
+    if (st == FE_OK && opt.dot_bf16 && !fe_device_get_info(dev)->features.amx_bf16)
         st = fe_profile_parse(bf16_profile, sizeof bf16_profile - 1, &e->profile, err);
     if (st == FE_OK) {
         fe_compile_options co = fe_compile_options_default();
