@@ -14,7 +14,8 @@
  *      whose kernel resolved bf16_dot (act_bf16 on AVX512_BF16) can pass 100% of the FMA
  *      peak; it is judged against the bf16 dot peak instead, printed beside it, and runs
  *      again with every other bf16 dot design (bf16_dot 1, packed k-pairs; 2, B's rows as
- *      stored), one line each, so the designs are compared in the same run.
+ *      stored; 3, AMX-BF16 tiles, judged against the AMX peak: 4 chains of TDPBF16PS),
+ *      one line each, so the designs are compared in the same run.
  *   3. the CPU share other processes took during the run.
  * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
  * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
@@ -112,6 +113,9 @@ typedef struct {
     int cases, peak_ok, peer_ok, failed;
 } tally;
 
+/* the AMX-BF16 tile peak (best of all, GFLOP/s): a bf16_dot = 3 case is judged against it */
+static double amx_peak;
+
 /* --cpu-time: every figure (peaks and cases) from this process's CPU time, OpenBLAS not run
  * (its threads' waiting would count as ferrum's) */
 static bool cpu_time;
@@ -154,6 +158,11 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     if (dot) {
         fma_peak_of(dev, true, 3, &again, &again_med, &lanes);
         if (again > *dot_peak) *dot_peak = again;
+    }
+    const bool amx = dot_ran == 3;
+    if (amx) {
+        fe_amx_peak(dev, 3, &again, &again_med);
+        if (again > amx_peak) amx_peak = again;
     }
     bool i8 = false, vnni = false;
     for (int i = 0; i < c->n_params; i++) i8 |= !strcmp(c->params[i].name, "act_int8") && c->params[i].value;
@@ -231,7 +240,8 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
             tl->failed++;
         } else {
             double gm = median_of(g, runs), pm = median_of(p, runs), rm = median_of(ratio, runs);
-            double pct = *peak > 0 ? gm / *peak : 0, dpct = *dot_peak > 0 ? gm / *dot_peak : 0;
+            const double dpeak = amx ? amx_peak : *dot_peak;
+            double pct = *peak > 0 ? gm / *peak : 0, dpct = dpeak > 0 ? gm / dpeak : 0;
             double ipct = *i8_peak > 0 ? gm / *i8_peak : 0;
             const double spct = *i8s_peak > 0 ? gm / *i8s_peak : 0;
             if (sign) ipct = spct;
@@ -240,12 +250,12 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
             tl->peak_ok += pk;
             tl->peer_ok += pr;
             char dot_note[160] = "";
-            if (dot) snprintf(dot_note, sizeof dot_note, "  (bf16_dot %d %s: %.1f%% of the "
-                              "bf16 dot peak)", dot_ran,
-                              dot_ran == 2 ? "rows"
+            if (dot) snprintf(dot_note, sizeof dot_note, "  (bf16_dot %d %s%s: %.1f%% of the "
+                              "%s peak)", dot_ran, dot_ran == 2 ? "rows" : amx ? "AMX tiles, " : "",
+                              dot_ran == 2 ? ""
                               : *laid_out  ? "packed, B from its layout, made once"
                                            : "packed, B packed per call",
-                              100 * dpct);
+                              100 * dpct, amx ? "AMX-BF16" : "bf16 dot");
             if (i8 && !sign)
                 snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld, %s: %.1f%% of "
                          "the int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"),
@@ -383,6 +393,14 @@ int main(int argc, char **argv) {
                info->n_workers, dot_peak, dot_peak / info->n_workers, dot_med,
                peak > 0 ? dot_peak / peak : 0);
 
+    double amx_med;
+    fe_amx_peak(dev, PEAK_REPEATS, &amx_peak, &amx_med);
+    if (amx_peak > 0)
+        printf("AMX-BF16 peak: %d workers x 4 chains of TDPBF16PS (16 x 16 x 32 products): best "
+               "%.1f GFLOP/s (%.1f per worker), median %.1f, %.2f x the bf16 dot peak\n",
+               info->n_workers, amx_peak, amx_peak / info->n_workers, amx_med,
+               dot_peak > 0 ? amx_peak / dot_peak : 0);
+
     const fe_op *op = fe_op_find("GEMM");
     if (!op) {
         fprintf(stderr, "bench_gemm: no GEMM operator in the registry\n");
@@ -429,6 +447,9 @@ int main(int argc, char **argv) {
     if (dot_lanes)
         printf("  (bf16 dot peak, re-measured before each bf16_dot case, best of all: %.1f "
                "GFLOP/s)\n", dot_peak);
+    if (amx_peak > 0)
+        printf("  (AMX-BF16 peak, re-measured before each bf16_dot = 3 case, best of all: %.1f "
+               "GFLOP/s)\n", amx_peak);
 
     double wall = (double)(fe_time_ns() - t_start) * 1e-9;
     double busy1 = machine_busy_s(), self1 = self_cpu_s();

@@ -75,6 +75,43 @@ __attribute__((target("avx512f,avx512bf16"))) static void peak_bf16(void *ctx, i
 #undef SUM
 }
 
+/* 4 chains of AMX TDPBF16PS (each 16 x 16 x 32 bf16 products into a 16 x 16 f32 tile),
+ * from two A and two B tiles loaded once: the tile unit's own rate, what the GEMM's
+ * bf16_dot = 3 runs. Its iterations are 16 of the vector loops' (one TDPBF16PS is about
+ * 16 cycles where a vector multiply-add is 0.5). */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} peak_amx_config;
+
+__attribute__((target("amx-tile,amx-bf16"))) static void peak_amx(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    _Alignas(64) peak_amx_config cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    _Alignas(64) static const uint16_t ones[16 * 32] = {0}; /* zeros: the rate is the same */
+    _Alignas(64) float out[16 * 16];
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, ones, 64);
+    _tile_loadd(5, ones, 64);
+    _tile_loadd(6, ones, 64);
+    _tile_loadd(7, ones, 64);
+    for (long r = 0; r < c->iters / 16; r++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, 64);
+    _tile_release();
+    c->sink[ith % 64] = out[0];
+}
+
 /* 16 chains of vpdpbusd: 16 lanes x 4 products */
 __attribute__((target("avx512f,avx512vnni"))) static void peak_vnni(void *ctx, int ith,
                                                                      int nth) {
@@ -194,6 +231,13 @@ void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double 
     if (!*lanes) return;
     measure(dev, bf16 ? peak_bf16 : z ? peak_avx512 : peak_avx2,
             2.0 * *lanes * (bf16 ? 2.0 : 1.0) * (z ? 16.0 : 12.0), repeats, best, median);
+}
+
+void fe_amx_peak(fe_device *dev, int repeats, double *best, double *median) {
+    const fe_device_info *info = fe_device_get_info(dev);
+    *best = *median = 0;
+    if (info->isa < FE_ISA_AVX512 || !info->features.amx_bf16) return;
+    measure(dev, peak_amx, 4.0 * 16 * 16 * 32 * 2 / 16, repeats, best, median);
 }
 
 void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,

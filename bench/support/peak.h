@@ -13,6 +13,11 @@
 void fe_flops_peak(fe_device *dev, bool bf16, int repeats, double *best, double *median,
                    int *lanes);
 
+/* GFLOP/s of AMX-BF16 tiles, all workers, best and median of `repeats`: 4 chains of
+ * TDPBF16PS (16 x 16 x 32 products each); 0 where the device has no AMX-BF16 (or runs
+ * kernels below AVX-512). */
+void fe_amx_peak(fe_device *dev, int repeats, double *best, double *median);
+
 /* Giga int8 operations a second (2 per multiply-add, as GFLOP/s counts), best and median of
  * `repeats`: 16 chains of AVX512-VNNI vpdpbusd (16 lanes x 4 u8 x s8 products; *lanes 16)
  * where the device has it, else 12 chains of AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
