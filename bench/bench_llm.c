@@ -3,8 +3,8 @@
  * has them) and the Llama 3.2 1B shape (BF16, random weights): prefill tokens/s at 128 and 512 prompt tokens, decode
  * tokens/s over 64 tokens, and the decode ceiling: the measured read bandwidth (best of 1/2/4/8
  * streams per worker) over the bytes of weights read per token, with the ratio to it; the
- * prefill's GFLOP/s against the measured f32 FMA peak, bf16 dot peak and int8 peak
- * (support/peak.c).
+ * prefill's GFLOP/s against the measured f32 FMA peak, bf16 dot peak and int8 peak, and
+ * the AMX-BF16 peak where the CPU has the tiles (support/peak.c).
  * Usage: bench_llm [--cpu-time] [smollm2|gemma3|llama|all] (default all). Prints the machine first.
  * --cpu-time: the peaks and the prefill timed by the process's CPU time (what the workers did
  * while they ran, times the workers) instead of the wall clock, for a host shared with other
@@ -21,6 +21,7 @@
 #include "support/bench_device.h"
 
 static double read_gbs, fma_peak, dot_peak; /* GB/s; GFLOP/s of f32 FMAs and of bf16 dots */
+static double amx_peak;                      /* GFLOP/s of AMX-BF16 tiles (0: none here) */
 static double i8_peak;                       /* G int8 ops/s (vpdpbusd, or vpmaddubsw chains) */
 static float *roof_buf;                      /* the read roof's 256 MiB, read again beside each decode */
 static bool cpu_time;                        /* --cpu-time */
@@ -104,6 +105,7 @@ static void run_model(fe_device *dev, const char *name, const fe_llama_weights *
                lens[k] / t[2], lens[k] / t[0], gf,
                100 * gf / fma_peak);
         if (dot_peak > 0) printf(", %.0f%% of the bf16 dot peak", 100 * gf / dot_peak);
+        if (amx_peak > 0) printf(", %.0f%% of the AMX-BF16 peak", 100 * gf / amx_peak);
         if (i8_peak > 0) printf(", %.0f%% of the int8 peak", 100 * gf / i8_peak);
         printf("\n");
     }
@@ -196,6 +198,10 @@ int main(int argc, char **argv) {
     fe_flops_peak(dev, true, 5, &dot_peak, &med, &lanes);
     bool vnni;
     fe_int8_peak(dev, 5, &i8_peak, &med, &lanes, &vnni);
+    fe_amx_peak(dev, 5, &amx_peak, &med);
+    if (amx_peak > 0)
+        printf("AMX-BF16 peak (TDPBF16PS tiles, all workers): %.0f GFLOP/s (the bf16 prompt's "
+               "GEMMs run on the tiles here)\n", amx_peak);
     printf("FMA peak (f32, all workers): %.0f GFLOP/s; bf16 dot peak (vdpbf16ps): %.0f GFLOP/s%s; "
            "int8 peak (%s): %.0f G ops/s\n"
            "(the Llama prompt runs bf16 dot products, ferrum generate's default on bf16 matrices; "
