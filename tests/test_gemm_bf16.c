@@ -6,7 +6,8 @@
  * (layout_bytes), and its calls write the bytes the same kernel writes packing B per call;
  * nothing of B past the bound k counts, not even a NaN that the layout holds in the k-pair
  * straddling it. The scalar kernel reads B as stored: nothing is laid out. The sessions of
- * one model share its layouts: a second session adds none. (The catalog compares every
+ * one model share its layouts: a second session adds none. The design is the device's
+ * fastest: AMX tiles (bf16_dot = 3) where it has AMX-BF16. (The catalog compares every
  * case's run from its layouts with the run without, byte for byte, on every width.) */
 #include <math.h>
 #include <setjmp.h>
@@ -210,11 +211,42 @@ static void sessions_of_one_model_share_its_layouts(void **s) {
     lmfix_rmtree(dir);
 }
 
+/* bf16_dot of an act_bf16 GEMM made with `given` (-1: none) on the test device */
+static int64_t resolved_dot(int given) {
+    const int64_t mk[2] = {8, K}, nk[2] = {N, K}, mn[2] = {8, N};
+    fe_tensor ops[6] = {fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk),
+                        fe_tensor_contiguous(NULL, FE_DTYPE_BF16, 2, nk), {.rank = 0},
+                        {.rank = 0}, fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn),
+                        {.rank = 0}};
+    fe_setting act = {"act_bf16", 1}, dot = {"bf16_dot", given};
+    fe_op_request req = {.op = "GEMM", .operands = ops, .n_operands = 6, .params = &act,
+                         .n_params = 1, .tunables = &dot, .n_tunables = given >= 0};
+    fe_kernel *k = NULL;
+    fe_error err = {0};
+    assert_int_equal(fe_kernel_create(test_dev, &req, &k, &err), FE_OK);
+    const int64_t d = fe_kernel_tunable(k, "bf16_dot");
+    fe_kernel_destroy(k);
+    return d;
+}
+
+/* The act_bf16 design resolves to the device's fastest: AMX tiles (bf16_dot = 3) where it
+ * has AMX-BF16, else vdpbf16ps panels (1) where it has AVX512_BF16, else the f32 path (0);
+ * a call site's or profile's 3 without AMX becomes that default, never a fault. */
+static void the_bf16_design_is_the_devices_fastest(void **s) {
+    (void)s;
+    const fe_device_info *d = fe_device_get_info(test_dev);
+    const int64_t best = !has_bf16_dot() ? 0 : d->features.amx_bf16 ? 3 : 1;
+    assert_int_equal(resolved_dot(-1), best);
+    assert_int_equal(resolved_dot(3), best);
+    if (has_bf16_dot()) assert_int_equal(resolved_dot(1), 1); /* held where it can run */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_graph_lays_out_a_weight_once_for_every_step_and_version),
         cmocka_unit_test(nothing_past_k_counts_not_even_a_nan_in_the_layout),
         cmocka_unit_test(sessions_of_one_model_share_its_layouts),
+        cmocka_unit_test(the_bf16_design_is_the_devices_fastest),
     };
     return cmocka_run_group_tests(tests, test_device_setup, test_device_teardown);
 }
