@@ -397,6 +397,28 @@ static void probes_refuse_a_wide_spread_and_time_off_the_cpu(void **s) {
     assert_true(f.read_gbps == 0); /* no gauge given */
 }
 
+static void spin(void *ctx) { /* 100 us on the CPU */
+    (void)ctx;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 100000);
+}
+
+/* A bound far below a setting's time ends its figure at two samples (a setting that far
+ * slower than the default needs no finer figure to lose); one above it changes nothing. */
+static void a_figure_far_past_the_bound_stops_at_two_samples(void **s) {
+    (void)s;
+    fe_tune_options o = quick();
+    o.max_spread = 1e9;
+    char why[200];
+    fe_cost_figure f = fe_tune_probe_below(spin, NULL, 1, NULL, &o, 1000.0, why, sizeof why);
+    assert_int_equal(f.samples, 2);
+    assert_true(f.median_ns >= 100000);
+    f = fe_tune_probe_below(spin, NULL, 1, NULL, &o, 1e12, why, sizeof why);
+    assert_true(f.samples >= o.min_samples && f.samples > 2);
+}
+
 /* Given the device, a probe reads the memory's rate before and after its runs: the figure
  * carries their mean (a rate, finite and above 0; nothing here asserts how fast). */
 static void a_probe_with_the_gauge_carries_the_read_level(void **s) {
@@ -722,6 +744,7 @@ int main(void) {
         cmocka_unit_test(an_unreliable_figure_is_measured_again_on_recheck),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
+        cmocka_unit_test(a_figure_far_past_the_bound_stops_at_two_samples),
         cmocka_unit_test(a_probe_with_the_gauge_carries_the_read_level),
         cmocka_unit_test(spread_copies_are_visited_far_apart_each_once),
         cmocka_unit_test(cache_keys_on_design_values_and_input),

@@ -1,6 +1,7 @@
 /* tune/probe.c: timing one thing alone, or two in turn (a run of each a round: figures of
  * the same stretch of time). Warm-up, then repeats until the median settles or
- * the budget ends (with at least the options' min_samples). A figure is refused when its spread ((p90 - p10) / median) is wide or
+ * the budget ends (with at least the options' min_samples), or, given a bound, as soon as
+ * the first two samples both pass it (fe_tune_probe_below). A figure is refused when its spread ((p90 - p10) / median) is wide or
  * when the process got less CPU time than its workers would use over the wall time (another
  * process took a core): then it is measured again, up to the attempts allowed, and reported
  * unreliable rather than trusted. Given the device, each figure also gets the memory's read
@@ -16,6 +17,7 @@
 
 
 enum { MIN_SAMPLES = 31, MIN_NS = 20000000, MAX_SAMPLES = 4096, WARM_NS = 20000000 };
+enum { FAR_SAMPLES = 2 }; /* samples past far_ns that end a figure */
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -40,7 +42,8 @@ static double pct(const double *sorted, int n, double p) {
  * shape, whose second pass pairs the fastest settings, stays within its 10 minutes).
  * cpu_share: process CPU / wall over the rounds. */
 static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tune_options *o,
-                    double *const *samples, fe_cost_figure *out, double *cpu_share) {
+                    double far_ns, double *const *samples, fe_cost_figure *out,
+                    double *cpu_share) {
     double budget_ns = o->budget_ms * 1e6;
     int min_samples = o->min_samples > 0 ? o->min_samples : 1;
     /* the options' warm-up runs, but none begun past WARM_NS: one run that long has brought
@@ -60,6 +63,10 @@ static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tu
             samples[f][n] = (double)(fe_time_ns() - a);
         }
         n++;
+        /* far_ns: two samples past it say enough (fe_tune_probe_below) */
+        if (far_ns > 0 && nf == 1 && n == FAR_SAMPLES && samples[0][0] > far_ns &&
+            samples[0][1] > far_ns)
+            break;
         double spent = (double)(fe_time_ns() - t0);
         if (n >= MIN_SAMPLES && (n & 7) == 0 && (spent >= MIN_NS || spent > budget_ns)) {
             bool settled = true;
@@ -87,7 +94,8 @@ static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tu
 
 /* fe_tune_probe for nf things in turn (fe_tune_probe_pair's and its own) */
 static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width, fe_device *gauge,
-                    const fe_tune_options *o, fe_cost_figure *out, char *why, size_t why_n) {
+                    const fe_tune_options *o, double far_ns, fe_cost_figure *out, char *why,
+                    size_t why_n) {
     double *samples[2] = {fe_malloc(MAX_SAMPLES * sizeof(double)),
                           nf > 1 ? fe_malloc(MAX_SAMPLES * sizeof(double)) : NULL};
     for (int f = 0; f < nf; f++) out[f] = (fe_cost_figure){0};
@@ -102,7 +110,7 @@ static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width, 
     for (int a = 0; a < attempts; a++) {
         double share, spread = 0;
         double before = gauge ? fe_device_read_gbps(gauge, 1) : 0;
-        measure(fn, ctx, nf, o, samples, out, &share);
+        measure(fn, ctx, nf, o, far_ns, samples, out, &share);
         double after = gauge ? fe_device_read_gbps(gauge, 1) : 0;
         double level = fmax(before, after);
         for (int f = 0; f < nf; f++) {
@@ -136,8 +144,14 @@ static void probe_n(fe_probe_fn const *fn, void *const *ctx, int nf, int width, 
 
 fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
                              const fe_tune_options *o, char *why, size_t why_n) {
+    return fe_tune_probe_below(fn, ctx, width, gauge, o, 0, why, why_n);
+}
+
+fe_cost_figure fe_tune_probe_below(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
+                                   const fe_tune_options *o, double far_ns, char *why,
+                                   size_t why_n) {
     fe_cost_figure f;
-    probe_n(&fn, &ctx, 1, width, gauge, o, &f, why, why_n);
+    probe_n(&fn, &ctx, 1, width, gauge, o, far_ns, &f, why, why_n);
     return f;
 }
 
@@ -147,7 +161,7 @@ void fe_tune_probe_pair(fe_probe_fn fa, void *ca, fe_probe_fn fb, void *cb, int 
     fe_probe_fn fn[2] = {fa, fb};
     void *ctx[2] = {ca, cb};
     fe_cost_figure out[2];
-    probe_n(fn, ctx, 2, width, gauge, o, out, why, why_n);
+    probe_n(fn, ctx, 2, width, gauge, o, 0, out, why, why_n);
     out[0].in_turn = out[1].in_turn = true;
     *a = out[0], *b = out[1];
 }

@@ -85,6 +85,15 @@ typedef void (*fe_probe_fn)(void *ctx);
 fe_cost_figure fe_tune_probe(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
                              const fe_tune_options *o, char *why, size_t why_n);
 
+/* As fe_tune_probe, but the figure ends at its first two samples when both took more than
+ * far_ns (0: no bound): a setting that far above the default's time needs no finer figure to
+ * lose to it, and its repeats were most of a cold `ferrum tune`'s time where the other
+ * designs of an op are several times slower than its default (AMX tiles against vdpbf16ps:
+ * 5-8x). */
+fe_cost_figure fe_tune_probe_below(fe_probe_fn fn, void *ctx, int width, fe_device *gauge,
+                                   const fe_tune_options *o, double far_ns, char *why,
+                                   size_t why_n);
+
 /* Two things timed in turn, a run of a then a run of b each round, as fe_tune_probe times
  * one (both medians settled; refused and measured again as it refuses): figures of the same
  * stretch of time, so that a host whose memory level drifts over minutes moves both alike.

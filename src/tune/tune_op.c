@@ -163,6 +163,18 @@ static void add_level(level_mean *m, fe_cost_figure f) {
     if (f.read_gbps > 0) m->gbps_ns += f.read_gbps * f.median_ns, m->ns += f.median_ns;
 }
 
+/* A setting whose runs take FAR_FACTOR times the default's is out of the race: its figure
+ * stops at two samples past that (fe_tune_probe_below). The bound is the default's mean over
+ * the shape's points times FAR_FACTOR times the spread of a ladder's points about their mean
+ * (its deepest point, the last of four equal slices' midpoints, is 7/4 of the mean), so a
+ * setting as fast as the default at its costliest point never meets it. 0 (no bound): the
+ * default's own row, or no default figure yet. */
+#define FAR_FACTOR 2.5
+static double far_bound(const fe_tune_row *def_row, const fe_tune_row *row, int steps) {
+    if (!def_row || def_row == row || def_row->cost.median_ns <= 0) return 0;
+    return FAR_FACTOR * def_row->cost.median_ns * (steps > 1 ? 1.75 : 1.0);
+}
+
 /* Prices row (kernel k) at the shape's points: a figure per point from the cache, else
  * measured alone and stored. With `def_k` (the default's kernel, its row def_row), the row
  * is the setting o->recheck_setting names: at every point both are measured again, in turn
@@ -241,7 +253,8 @@ static fe_status price(fe_device *dev, const fe_tune_shape *s, fe_kernel *k, fe_
                 fe_tune_probe_pair(run_kernel, &dc, run_kernel, &rc, fe_kernel_width(k), dev, o,
                                    &df, &f, why, sizeof why);
             else
-                f = fe_tune_probe(run_kernel, &rc, fe_kernel_width(k), dev, o, why, sizeof why);
+                f = fe_tune_probe_below(run_kernel, &rc, fe_kernel_width(k), dev, o,
+                                        far_bound(def_row, row, steps), why, sizeof why);
             if (recheck && !f.reliable && before.median_ns < f.median_ns) f = before;
             if (def_k)
                 snprintf(row->reason, sizeof row->reason, "measured again in turn with the "
