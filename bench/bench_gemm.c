@@ -17,6 +17,8 @@
  *      stored; 3, AMX-BF16 tiles, judged against the AMX peak: 4 chains of TDPBF16PS),
  *      one line each, so the designs are compared in the same run.
  *   3. the CPU share other processes took during the run.
+ * An act_int8 case runs again with every other int8_dot design that can run here (3: AMX-INT8
+ * tiles, judged against the same vpdpbusd peak, so past 100 % where the tiles pass it).
  * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
  * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
  * its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak. A q8_0
@@ -115,6 +117,9 @@ typedef struct {
 
 /* the AMX-BF16 tile peak (best of all, GFLOP/s): a bf16_dot = 3 case is judged against it */
 static double amx_peak;
+/* >= 0: bench_case makes the kernel with this int8_dot, and skips the case (printing nothing)
+ * where resolve turns it to another */
+static int int8_choice = -1;
 
 /* --cpu-time: every figure (peaks and cases) from this process's CPU time, OpenBLAS not run
  * (its threads' waiting would count as ferrum's) */
@@ -140,16 +145,25 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     fe_tensor ops[FE_MAX_OPERANDS];
     memset(ops, 0, sizeof ops);
     op->operands_for(c, params, ops);
-    fe_setting tun[2] = {{"WIDTH", info->n_workers}, {"bf16_dot", dot_choice}};
+    fe_setting tun[3] = {{"WIDTH", info->n_workers}, {"bf16_dot", dot_choice < 0 ? 0 : dot_choice},
+                         {"int8_dot", int8_choice}};
+    int nt = 1;
+    if (dot_choice >= 0) tun[nt++] = tun[1];
+    if (int8_choice >= 0) tun[nt++] = tun[2];
     fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
                          .params = c->params, .n_params = c->n_params, .tunables = tun,
-                         .n_tunables = dot_choice >= 0 ? 2 : 1};
+                         .n_tunables = nt};
     fe_error err = {0};
     fe_kernel *k = NULL;
     tl->cases++;
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) {
         printf("  %-21s cannot make the kernel: %s\n", c->name, err.message);
         tl->failed++;
+        return -1;
+    }
+    if (int8_choice >= 0 && fe_kernel_tunable(k, "int8_dot") != int8_choice) {
+        tl->cases--; /* resolved to another design: that one ran already */
+        fe_kernel_destroy(k);
         return -1;
     }
     const int64_t M = ops[0].shape[0], K = ops[0].shape[1], N = ops[1].shape[0];
@@ -257,8 +271,9 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
                                            : "packed, B packed per call",
                               100 * dpct, amx ? "AMX-BF16" : "bf16 dot");
             if (i8 && !sign)
-                snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld, %s: %.1f%% of "
+                snprintf(dot_note, sizeof dot_note, "  (act_int8, int8_dot %lld%s, %s: %.1f%% of "
                          "the int8 peak)", (long long)fe_kernel_tunable(k, "int8_dot"),
+                         fe_kernel_tunable(k, "int8_dot") == 3 ? " AMX tiles" : "",
                          *laid_out ? "B from its layout, made once" : "B packed per call",
                          100 * ipct);
             if (sign)
@@ -282,6 +297,22 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     for (int i = 0; i < op->n_operands; i++) fe_free(ops[i].data);
     fe_kernel_destroy(k);
     return dot_ran;
+}
+
+/* the int8_dot case c resolves to on dev with nothing given */
+static int ran8(fe_device *dev, const fe_op *op, const fe_case *c) {
+    double params[FE_MAX_PARAMS] = {0};
+    fe_tensor ops[FE_MAX_OPERANDS];
+    memset(ops, 0, sizeof ops);
+    op->operands_for(c, params, ops);
+    fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
+                         .params = c->params, .n_params = c->n_params};
+    fe_error err = {0};
+    fe_kernel *k = NULL;
+    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) return -1;
+    const int r = (int)fe_kernel_tunable(k, "int8_dot");
+    fe_kernel_destroy(k);
+    return r;
 }
 
 /* ---- 3. noise ---- */
@@ -435,6 +466,18 @@ int main(int argc, char **argv) {
             if (other >= 1 && other != ran)
                 bench_case(dev, op, &op->cases[j], other, true, &peak, &dot_peak, &i8_peak,
                            &i8s_peak, &tl, &other_laid);
+        }
+        /* an act_int8 case runs again with each other int8 design that can run here */
+        bool i8 = false;
+        for (int i = 0; i < op->cases[j].n_params; i++)
+            i8 |= !strcmp(op->cases[j].params[i].name, "act_int8") && op->cases[j].params[i].value;
+        const int i8_t = fe_op_tunable_index(op, "int8_dot");
+        for (int ch = 0; i8 && i8_t >= 0 && ch < op->tunables[i8_t].domain.n_choices; ch++) {
+            int8_choice = (int)op->tunables[i8_t].domain.choices[ch];
+            if (int8_choice != ran8(dev, op, &op->cases[j]))
+                bench_case(dev, op, &op->cases[j], -1, true, &peak, &dot_peak, &i8_peak,
+                           &i8s_peak, &tl, &other_laid);
+            int8_choice = -1;
         }
     }
     if (lanes) printf("  (FMA peak, re-measured before each case, best of all: %.1f GFLOP/s)\n", peak);

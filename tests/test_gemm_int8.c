@@ -1,6 +1,6 @@
 /* tests/test_gemm_int8.c: the prefill GEMM's int8 activations are the decode GEMV's: for
- * q8_0, q4_0, q4_1 and q5_0 weights, on every ISA the machine has (and both int8_dot designs where
- * it has VNNI), GEMM act_int8 over M rows gives what GEMV act_int8 gives for each row as a
+ * q8_0, q4_0, q4_1 and q5_0 weights, on every ISA the machine has (and every int8_dot design
+ * it runs: VNNI, AVX2's int16 pairs, AMX-INT8 tiles), GEMM act_int8 over M rows gives what GEMV act_int8 gives for each row as a
  * batch, up to the order of f32 additions (the same quantised bytes and scales, the same
  * exact integer block sums). The catalog checks each against its own reference; this checks
  * the two designs against each other, so a convention drifting in one fails here; and it
@@ -81,14 +81,16 @@ static void gemm_int8_rows_are_gemv_int8_batches(void **s) {
             operands o;
             operands_make(&o, dts[di], 0x1e8 + di);
             fe_tensor c = o.c;
-            for (int dot = 0; dot <= 1; dot++) { /* int8_dot: resolve keeps 1 only on VNNI */
+            /* int8_dot: resolve keeps 1 only on VNNI, 2 on AVX2's q8_0, 3 with AMX-INT8 */
+            for (int dot = 0; dot <= 3; dot++) {
                 c.data = o.c1.mem;
                 fe_tensor g[5] = {o.a, o.w, {.rank = 0}, {.rank = 0}, c};
                 const fe_setting gp[1] = {{"act_int8", 1}}, gt[1] = {{"int8_dot", dot}};
+                const fe_setting vt[1] = {{"int8_dot", dot > 1 ? 1 : dot}}; /* GEMV's own */
                 run(dev, "GEMM", g, 5, gp, 1, gt, 1);
                 c.data = o.c2.mem;
                 fe_tensor v[6] = {o.w, o.a, {.rank = 0}, {.rank = 0}, {.rank = 0}, c};
-                run(dev, "GEMV", v, 6, gp, 1, gt, 1);
+                run(dev, "GEMV", v, 6, gp, 1, vt, 1);
                 char why[256];
                 if (!test_close(&o.c1, &o.c2, FE_DTYPE_F32, 2e-6, 2e-6, why, sizeof why, NULL))
                     fail_msg("%s, %s, int8_dot %d: GEMM against GEMV: %s",

@@ -23,6 +23,7 @@ typedef struct fe_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16;
     bool amx_bf16; /* AMX tiles with TDPBF16PS, saved by the OS and granted to this process */
+    bool amx_int8; /* ... and with TDPBSSD / TDPBSUD (int8 products, int32 sums) */
 } fe_cpu_features;
 
 typedef struct fe_device_info {

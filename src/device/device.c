@@ -77,10 +77,15 @@ static void read_features(fe_cpu_features *f, char *name, size_t name_len) {
         }
         /* AMX: the tile and bf16 bits (leaf 7 EDX 24, 22), the OS saving the tile state
          * (XCR0 bits 17, 18), and Linux's per-process grant of it (ARCH_REQ_XCOMP_PERM for
-         * XTILEDATA; without it the first tile instruction faults) */
+         * XTILEDATA; without it the first tile instruction faults); AMX-INT8 is EDX bit 25 */
+        const unsigned d7 = d;
         bool amx = (d & (1u << 24)) && (d & (1u << 22)) && (xcr0 & 0x60000) == 0x60000;
         if (os_zmm && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = a & (1u << 5);
-        f->amx_bf16 = amx && f->avx512bf16 && f->avx512f && request_amx();
+        const bool amx8 = (d7 & (1u << 24)) && (d7 & (1u << 25)) &&
+                          (xcr0 & 0x60000) == 0x60000 && f->avx512f;
+        const bool granted = (amx || amx8) && request_amx();
+        f->amx_bf16 = amx && f->avx512bf16 && f->avx512f && granted;
+        f->amx_int8 = amx8 && granted;
     }
     unsigned brand[12];
     if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {
@@ -240,10 +245,10 @@ void fe_device_describe(const fe_device *dev, char *buf, size_t n) {
     const fe_cpu_features *f = &i->features;
     snprintf(buf, n,
              "%s, %d cores, %d workers, kernels %s (best %s; avx512f=%d bw=%d vl=%d vnni=%d "
-             "bf16=%d amx_bf16=%d avx2=%d fma=%d f16c=%d), L1d %zu KiB, L2 %zu KiB, L3 %zu KiB",
+             "bf16=%d amx_bf16=%d amx_int8=%d avx2=%d fma=%d f16c=%d), L1d %zu KiB, L2 %zu KiB, L3 %zu KiB",
              i->cpu_name, i->n_cores, i->n_workers, fe_isa_name(i->isa),
              fe_isa_name(i->best_isa), f->avx512f, f->avx512bw, f->avx512vl, f->avx512vnni,
-             f->avx512bf16, f->amx_bf16, f->avx2, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
+             f->avx512bf16, f->amx_bf16, f->amx_int8, f->avx2, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
              i->l3_bytes / 1024);
 }
 

@@ -76,13 +76,17 @@ static const fe_tunable_decl tunables[] = {
                 "FMA micro-kernel; the same products (resolve sets 3 where the device has "
                 "amx_bf16, else 1 where it has avx512bf16, and turns it off elsewhere; 3 "
                 "without AMX becomes that default)"},
-    [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
+    [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2, 3},
+                              .n_choices = 4},
                  0, true,
                  "act_int8 integer sums: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
                  "device has avx512vnni); 2 = q8_0 B widened to int16 k-pairs while packing, "
                  "times A's int16 pairs by vpmaddwd (AVX2 only; resolve sets it there for "
-                 "q8_0); 0 = vpmaddubsw + vpmaddwd (q8_0: B's sign moved onto A by vpsignb); "
-                 "the same integers (a value that cannot run is turned to the default)"},
+                 "q8_0); 3 = AMX-INT8 tiles, TDPBSSD / TDPBSUD per 32-block into 32 x 32 "
+                 "blocks of C (q8_0, q4_0, q4_1, q5_0; resolve sets it where the device has "
+                 "amx_int8, but for q4_1, where it ties VNNI); 0 = vpmaddubsw + vpmaddwd "
+                 "(q8_0: B's sign moved onto A by vpsignb); the same integers (a value that "
+                 "cannot run is turned to the default)"},
     [GM_PANELS] = {"b_panels", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
                    1, true,
                    "act_int8 over q8_0, q4_0, q4_1, q5_0, q4_k or q6_k B (AVX2, AVX-512): 1 = B's panels "
@@ -250,10 +254,18 @@ static void resolve(fe_op_ctx *c) {
     const bool vnni = i8 && c->dev->isa >= FE_ISA_AVX512 && c->dev->features.avx512vnni;
     const bool pairs16 = i8 && c->dev->isa == FE_ISA_AVX2 &&
                          c->operands[GM_B].dtype == FE_DTYPE_Q8_0;
+    const bool amx8 = i8 && c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_int8 &&
+                      gm_amx8_serves(c->operands[GM_B].dtype);
     const int64_t dot8 = c->tunables[GM_DOT8];
     if (!c->tunable_set[GM_DOT8] || (dot8 == GM_DOT8_VNNI && !vnni) ||
-        (dot8 == GM_DOT8_PAIRS16 && !pairs16)) {
-        c->tunables[GM_DOT8] = vnni ? GM_DOT8_VNNI : pairs16 ? GM_DOT8_PAIRS16 : GM_DOT8_MADD;
+        (dot8 == GM_DOT8_PAIRS16 && !pairs16) || (dot8 == GM_DOT8_AMX && !amx8)) {
+        /* (q4_1's m term makes the tiles' block update the longer: 0.99-1.01x VNNI's
+         * GEMM and 0.95x SmolLM2's prefill, so VNNI stays its default) */
+        const bool amx8_first = amx8 && c->operands[GM_B].dtype != FE_DTYPE_Q4_1;
+        c->tunables[GM_DOT8] = amx8_first ? GM_DOT8_AMX
+                             : vnni     ? GM_DOT8_VNNI
+                             : pairs16  ? GM_DOT8_PAIRS16
+                                        : GM_DOT8_MADD;
         c->tunable_set[GM_DOT8] = true;
     }
     const bool panels = gm_panels_serve(c->params[GM_P_INT8] != 0, c->operands[GM_B].dtype,
@@ -680,6 +692,29 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
     {.name = "q4_1/int8_madd", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 0}}, .n_tunables = 1},
+    /* AMX-INT8 pinned (int8_dot = 3; elsewhere resolve turns it to the device's own) and
+     * VNNI pinned (the default only without AMX): 32 x 32 blocks, M 1..a chunk across the
+     * 16-row tile halves, N off the 32-column panel, every dtype, K over KC with a rest and a
+     * block straddling the bound k (the catalog's middle bound), the epilogues */
+#define AMX8 .tunables = {{"int8_dot", 3}}, .n_tunables = 1
+    {.name = "q8_0/int8_amx_odd", SHAPE(7, 33, 96), I8, .absent = PLAIN, AMX8},
+    {.name = "q4_0/int8_amx_odd", SHAPE(17, 33, 160), I8, .absent = PLAIN, AMX8},
+    {.name = "q4_1/int8_amx_all", SHAPE(13, 48, 96),
+     .params = {{"act_int8", 1}, {"activation", GM_ACT_SILU}, {"clamp_min", -2},
+                {"clamp_max", 2}}, .n_params = 4, AMX8},
+    {.name = "q5_0/int8_amx_tiles", SHAPE(33, 65, 224), I8, .absent = NO_RES, AMX8},
+    {.name = "q8_0/int8_amx_rows_1", SHAPE(1, 45, 32), I8, .absent = NO_RES, AMX8},
+    {.name = "q8_0/int8_amx_deep", SHAPE(40, 40, 736), I8, .absent = PLAIN, AMX8},
+    {.name = "q4_0/int8_amx_k2592", SHAPE(9, 20, 2592), I8, .absent = NO_BIAS, AMX8},
+    {.name = "q4_1/int8_amx_tall", SHAPE(600, 20, 32), I8, .absent = PLAIN, AMX8},
+    {.name = "q8_0/int8_amx_gated", SHAPE(29, 65, 224), I8, .absent = GATED, AMX8},
+#undef AMX8
+    {.name = "q8_0/int8_vnni", SHAPE(29, 65, 224), I8, .absent = NO_RES,
+     .tunables = {{"int8_dot", 1}}, .n_tunables = 1},
+    {.name = "q4_1/int8_vnni", SHAPE(13, 48, 608), I8, .absent = NO_BIAS,
+     .tunables = {{"int8_dot", 1}}, .n_tunables = 1},
+    {.name = "q5_0/int8_vnni", SHAPE(7, 33, 160), I8, .absent = PLAIN,
+     .tunables = {{"int8_dot", 1}}, .n_tunables = 1},
     /* the int16 k-pairs pinned (AVX2's q8_0 default; elsewhere resolve turns it to the
      * device's own): M past the last 4-row tile by 3 (rows one at a time), N past a
      * 16-column panel, K in one block (its default KC) or over 2 K blocks of 512 and a

@@ -42,7 +42,9 @@
  * them into f32 at the block's end as (dx s + dxc) d, dxc = dx times the offset's
  * correction (-128, -8 or -16 times the block's sum of xq; s and the correction are exact in
  * f32, only the scaling rounds). tunable int8_dot: vpdpbusd (AVX512-VNNI) or vpmaddubsw +
- * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16).
+ * vpmaddwd (q8_0 by sign transfer, |w| times sign(w) xq: pairs stay within int16), or AMX-INT8
+ * tiles (amx.inc: the same panels with q8_0's w raw, one 32-block a tile product, each
+ * block's int32 sums added in f32 as the register tile adds them).
  * q5_0 is int8.inc's as q4_0 is (stored 0..31, offset 16).
  * act_int8 over q4_k and q6_k: A per 256-block with its sums of 16, the
  * integer sums per sub-block times the sub-block's integer scale, the mins or offsets from
@@ -114,7 +116,11 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_NR_W16_AVX2 16
 #endif
 #define GM_W16_BLOCK_WORDS 17
-enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16 }; /* int8_dot choices */
+enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16, GM_DOT8_AMX }; /* int8_dot choices */
+/* int8_dot = 3 (amx.inc): B's dtypes int8.inc packs (the K-quants keep their own design) */
+static inline bool gm_amx8_serves(fe_dtype b) {
+    return b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1 || b == FE_DTYPE_Q5_0;
+}
 /* whether b_panels = 1 serves, on AVX2 or AVX-512 (the scalar kernel reads B's rows as
  * stored): act_int8 over q8_0, q4_0, q4_1 or q5_0 (B's int8 panels packed from the GEMV's
  * panel layout) or q4_k, q6_k (kquant.inc's panels from the same layout's blocks), or bf16 B on the
@@ -171,6 +177,7 @@ typedef struct gm_plan {
     bool amx;              /* bf16 A rows times B's k-pair panels in AMX tiles (amx.inc) */
     bool i8;               /* act_int8: quantised A, int8 k-quad B panels (int8.inc) */
     bool vnni;             /* act_int8 by vpdpbusd (int8_dot = 1) */
+    bool amx8;             /* act_int8 in AMX tiles, 32 x 32 blocks (int8_dot = 3, amx.inc) */
     bool w16;              /* act_int8 over q8_0 by int16 k-pairs (int8_dot = 2, AVX2) */
     int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
     int64_t kc;            /* the deepest K block (see gm_kblock) */

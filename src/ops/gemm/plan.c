@@ -52,6 +52,8 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->amx = avx512_dot && d->tunables[GM_DOT] == GM_DOT_AMX;
     p->i8 = d->params[GM_P_INT8] != 0;
     p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_VNNI;
+    p->amx8 = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_AMX &&
+              gm_amx8_serves(d->dtypes[GM_B]);
     const fe_dtype bdt = d->dtypes[GM_B];
     const bool kq = p->i8 && gm_kq_nsub(bdt) > 0; /* kquant.inc (q5_0 is int8.inc's) */
     p->w16 = p->i8 && d->isa == FE_ISA_AVX2 && bdt == FE_DTYPE_Q8_0 &&
@@ -60,6 +62,7 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     else if (p->amx) p->mr = GM_MR_AMX, p->nr = GM_NR_AMX;
     else if (kq && d->isa == FE_ISA_AVX512) p->mr = GM_MR_KQ_AVX512, p->nr = GM_NR_KQ_AVX512;
     else if (kq && d->isa == FE_ISA_AVX2) p->mr = GM_MR_KQ_AVX2, p->nr = GM_NR_KQ_AVX2;
+    else if (p->amx8) p->mr = GM_MR_AMX, p->nr = GM_NR_AMX;
     else if (p->i8 && d->isa == FE_ISA_AVX512) p->mr = GM_MR_I8_AVX512, p->nr = GM_NR_I8_AVX512;
     else if (p->w16) p->mr = GM_MR_W16_AVX2, p->nr = GM_NR_W16_AVX2;
     else if (p->i8 && d->isa == FE_ISA_AVX2) p->mr = GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
