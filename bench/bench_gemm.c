@@ -145,11 +145,10 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     fe_tensor ops[FE_MAX_OPERANDS];
     memset(ops, 0, sizeof ops);
     op->operands_for(c, params, ops);
-    fe_setting tun[3] = {{"WIDTH", info->n_workers}, {"bf16_dot", dot_choice < 0 ? 0 : dot_choice},
-                         {"int8_dot", int8_choice}};
+    fe_setting tun[3] = {{"WIDTH", info->n_workers}};
     int nt = 1;
-    if (dot_choice >= 0) tun[nt++] = tun[1];
-    if (int8_choice >= 0) tun[nt++] = tun[2];
+    if (dot_choice >= 0) tun[nt++] = (fe_setting){"bf16_dot", dot_choice};
+    if (int8_choice >= 0) tun[nt++] = (fe_setting){"int8_dot", int8_choice};
     fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
                          .params = c->params, .n_params = c->n_params, .tunables = tun,
                          .n_tunables = nt};

@@ -75,17 +75,16 @@ static void read_features(fe_cpu_features *f, char *name, size_t name_len) {
             f->avx512vl = b & (1u << 31);
             f->avx512vnni = c & (1u << 11);
         }
-        /* AMX: the tile and bf16 bits (leaf 7 EDX 24, 22), the OS saving the tile state
-         * (XCR0 bits 17, 18), and Linux's per-process grant of it (ARCH_REQ_XCOMP_PERM for
-         * XTILEDATA; without it the first tile instruction faults); AMX-INT8 is EDX bit 25 */
-        const unsigned d7 = d;
-        bool amx = (d & (1u << 24)) && (d & (1u << 22)) && (xcr0 & 0x60000) == 0x60000;
+        /* AMX: the tiles (leaf 7 EDX bit 24) with bf16 (bit 22) or int8 (bit 25) products,
+         * the OS saving the tile state (XCR0 bits 17, 18), and Linux's per-process grant of
+         * it (ARCH_REQ_XCOMP_PERM for XTILEDATA; without it the first tile instruction
+         * faults); used by the AVX-512 kernels only */
+        const bool bf16_tiles = d & (1u << 22), int8_tiles = d & (1u << 25);
+        const bool tiles = (d & (1u << 24)) && (xcr0 & 0x60000) == 0x60000 && f->avx512f &&
+                           (bf16_tiles || int8_tiles) && request_amx();
         if (os_zmm && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = a & (1u << 5);
-        const bool amx8 = (d7 & (1u << 24)) && (d7 & (1u << 25)) &&
-                          (xcr0 & 0x60000) == 0x60000 && f->avx512f;
-        const bool granted = (amx || amx8) && request_amx();
-        f->amx_bf16 = amx && f->avx512bf16 && f->avx512f && granted;
-        f->amx_int8 = amx8 && granted;
+        f->amx_bf16 = tiles && bf16_tiles && f->avx512bf16;
+        f->amx_int8 = tiles && int8_tiles;
     }
     unsigned brand[12];
     if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {

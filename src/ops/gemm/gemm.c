@@ -279,7 +279,7 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[GM_PANELS] = true;
     }
     const bool rows = c->tunables[GM_DOT] == GM_DOT_ROWS;
-    const bool dot = c->tunables[GM_DOT] == GM_DOT_PACKED || c->tunables[GM_DOT] == GM_DOT_AMX;
+    const bool dot = gm_dot_reads_pairs(c->tunables[GM_DOT]);
     int mr, nr;
     gm_tile(c->dev->isa, &mr, &nr);
     double l1 = c->dev->l1d_bytes ? (double)c->dev->l1d_bytes : 32768.0;
@@ -480,7 +480,7 @@ static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t
         return fe_gemv_panel_matrix_bytes(d->dtypes[GM_B], N, K);
     }
     const bool dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0 &&
-                     (d->tunables[GM_DOT] == GM_DOT_PACKED || d->tunables[GM_DOT] == GM_DOT_AMX);
+                     gm_dot_reads_pairs(d->tunables[GM_DOT]);
     if (!panels && !dot) return 0; /* bf16 k-pairs for either, else none */
     *format = GM_LAYOUT_BF16_PAIRS;
     return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *

@@ -71,6 +71,11 @@ enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8, GM_PANELS }; /* tunables 
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS, GM_DOT_AMX }; /* bf16_dot choices */
 /* resolved where it can run: GM_DOT_AMX where the device has AMX-BF16, else GM_DOT_PACKED */
 #define GM_DOT_DEFAULT GM_DOT_PACKED
+/* the bf16_dot designs that read B as k-pair panels of 32 rows (its layout, or packed per
+ * run): the same words for the vdpbf16ps tiles and the AMX ones */
+static inline bool gm_dot_reads_pairs(int64_t bf16_dot) {
+    return bf16_dot == GM_DOT_PACKED || bf16_dot == GM_DOT_AMX;
+}
 enum { GM_LAYOUT_BF16_PAIRS = FE_LAYOUT_BF16_PAIRS32 }; /* B's layout (fe_op.layout format) */
 enum { GM_M, GM_N, GM_K };                            /* extents */
 enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
