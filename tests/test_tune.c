@@ -340,6 +340,51 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     fe_tune_result_destroy(first);
 }
 
+/* A search given earlier verdicts (tune MODEL's second pass) takes them as they are: a
+ * setting known gated out stays so, with its reason, though its gate would pass it now;
+ * the rest are gated and priced as before. A GEMM reading B from layouts (q8_0 panels where
+ * the ISA has them) prices every candidate with the layouts its settings share. */
+static void a_known_verdict_stands_without_its_gate(void **s) {
+    (void)s;
+    fe_setting set[] = {{.name = "case", .choice = "q8_0/int8_odd"}, {"M", 32}, {"N", 48},
+                        {"K", 64}};
+    fe_tune_request req = {.op = "GEMM", .settings = set, .n_settings = 4};
+    fe_tune_shape shape;
+    fe_error err;
+    fe_cost_cache *cache = NULL;
+    assert_int_equal(fe_tune_shape_init(test_dev, &req, &shape, &err), FE_OK);
+    assert_int_equal(fe_cost_cache_open(test_dev, NULL, &cache, &err), FE_OK);
+    fe_tune_options o = quick();
+    fe_tune_result *first = calloc(1, sizeof *first), *r = calloc(1, sizeof *r);
+    assert_non_null(first);
+    assert_non_null(r);
+    assert_int_equal(fe_tune_shape_search(test_dev, &shape, &o, NULL, 0, cache, first, &err), FE_OK);
+    int pick = -1, candidates = 0;
+    for (int i = 1; i < first->n; i++)
+        if (first->rows[i].verdict == FE_TUNE_CANDIDATE) {
+            candidates++;
+            assert_true(first->rows[i].cost.median_ns > 0);
+            if (pick < 0) pick = i;
+        }
+    assert_true(candidates >= 2);
+    fe_tune_known known = {first->rows[pick].setting, FE_TUNE_GATED_OUT, "gated by an earlier search"};
+    assert_int_equal(fe_tune_shape_search(test_dev, &shape, &o, &known, 1, cache, r, &err), FE_OK);
+    assert_int_equal(r->n, first->n);
+    for (int i = 0; i < r->n; i++) {
+        assert_string_equal(r->rows[i].setting, first->rows[i].setting);
+        if (i == pick) {
+            assert_int_equal(r->rows[i].verdict, FE_TUNE_GATED_OUT);
+            assert_string_equal(r->rows[i].reason, "gated by an earlier search");
+        } else {
+            assert_int_equal(r->rows[i].verdict, first->rows[i].verdict);
+            if (r->rows[i].verdict == FE_TUNE_CANDIDATE) assert_true(r->rows[i].cached);
+        }
+    }
+    free(first);
+    free(r);
+    fe_cost_cache_close(cache);
+}
+
 static void gate_refuses_bit_changes_where_tol_is_0(void **s) {
     (void)s;
     fe_op exact = *fe_op_find("Copy");
@@ -742,6 +787,7 @@ int main(void) {
         cmocka_unit_test(small_domains_are_searched_jointly),
         cmocka_unit_test(a_second_tune_of_the_same_key_is_a_cache_hit),
         cmocka_unit_test(an_unreliable_figure_is_measured_again_on_recheck),
+        cmocka_unit_test(a_known_verdict_stands_without_its_gate),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
         cmocka_unit_test(a_figure_far_past_the_bound_stops_at_two_samples),

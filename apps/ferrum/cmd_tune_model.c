@@ -410,7 +410,7 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             fprintf(f, "  (tuned: with the priced folds, modelled as the folds table prices "
                     "them, plus what narrowing's settings change)\n");
         if (!a->skip_measure) {
-            fprintf(f, "  measured in turn (three rounds, each graph at each point), tuned over "
+            fprintf(f, "  measured in turn (two rounds, or three where two disagree; each graph at each point), tuned over "
                     "defaults:");
             for (int c = 0; c < req.n_calls; c++)
                 fprintf(f, "%s %s %.3fx", c ? "," : "", req.calls[c].name,

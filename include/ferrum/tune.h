@@ -249,15 +249,16 @@ FE_API fe_status fe_tune_measure_calls(fe_device *dev, const fe_tune_graph_reque
                                        fe_cost_figure *measured, bool *cached, fe_error *err);
 /* Whether two graphs compute the same bytes at the same calls: each call at its first point
  * (every point runs the same kernels; one keeps a warm `ferrum tune` short) on a, then on b
- * (so their states advance alike), every output compared byte for byte. *same false names
- * the first call and point that differed in `where`. A tuned graph whose fold
+ * (so their states advance alike), every output compared byte for byte, until a call
+ * differs. *same false names the call and point that differed in `where`. A tuned graph whose fold
  * decisions or settings are within tolerance rather than bit-identical can draw other
  * greedy tokens; this tells. */
 FE_API fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a,
                                             const fe_tune_graph_request *b, bool *same,
                                             char *where, size_t where_n, fe_error *err);
 /* Two graphs at the same calls (a model's defaults against its tuned graph), measured in
- * turn point by point, three rounds (each figure the median of the rounds' means), so that
+ * turn point by point, three rounds (two where both graphs' agree within 2 %; each figure
+ * the median of the rounds' means), so that
  * a host whose memory level or load drifts hits both alike: measured_a / measured_b are
  * comparable, where two fe_tune_measure_calls minutes apart are not. t (may be NULL) gets
  * a's figures. Both calls' figures are cached as a pair (cached[c]: both from the cache). */

@@ -158,11 +158,22 @@ struct fe_tune_result {
     int64_t base[FE_MAX_TUNABLES];
 };
 
+/* A setting's verdict from an earlier search of the same shape on the same inputs (its
+ * gate's answer stands: the inputs and the designs are the same). */
+typedef struct fe_tune_known {
+    const char *setting;
+    fe_tune_verdict verdict;
+    const char *reason;
+} fe_tune_known;
+
 /* Every setting of the shape, gated and priced, into r (zeroed by the caller): what
  * fe_tune_op does once the request is a shape. The graph tuner calls it per distinct design
- * of a graph, with the shape read from a step and the values at the graph's call points. */
+ * of a graph, with the shape read from a step and the values at the graph's call points.
+ * known[0..n_known) (may be NULL): settings an earlier search gated, not gated again (a
+ * search measuring its fastest again, whose every other figure comes from the cache). */
 fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *s, const fe_tune_options *o,
-                               fe_cost_cache *cache, fe_tune_result *r, fe_error *err);
+                               const fe_tune_known *known, int n_known, fe_cost_cache *cache,
+                               fe_tune_result *r, fe_error *err);
 
 /* The reason a reused unreliable figure is shown with: "cached (unreliable: spread 31%)"
  * (the spread: (p90 - p10) / median). */

@@ -10,6 +10,7 @@
  * call's signature (every step's work key), so a warm run reuses it. Progress: a bar on a
  * terminal, else a line per design. */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -272,7 +273,15 @@ static fe_status search_design(fe_device *dev, const fe_tune_graph_request *req,
     if (st != FE_OK) return st;
     shape_of(pts, n_points, shape);
     memset(r, 0, sizeof *r);
-    st = fe_tune_shape_search(dev, shape, o, cache, r, err);
+    /* a design searched before (the second pass) keeps its settings' gate verdicts: only
+     * the settings measured again run */
+    const fe_table_design *was = &t->designs[d];
+    fe_tune_known known[FE_TUNE_MAX_ROWS];
+    int n_known = 0;
+    for (int i = 0; i < was->n_options && n_known < FE_TUNE_MAX_ROWS; i++)
+        known[n_known++] = (fe_tune_known){was->options[i].setting, was->options[i].verdict,
+                                           was->options[i].reason};
+    st = fe_tune_shape_search(dev, shape, o, known, n_known, cache, r, err);
     if (st != FE_OK) {
         fe_error inner = *err;
         return fe_error_set(err, st, "tune: step %s: %s", pts[0].label, inner.message);
@@ -497,12 +506,18 @@ static fe_status call_signature(const fe_tune_graph_request *req, int c, uint64_
 }
 
 /* The mean over call c's points of each graph's median, graphs[0..n) measured in turn point
- * by point, `rounds` times; into sums[]. One round: the probes' figures as they are. More:
- * each probe takes one sample at least (warm-up only in the first round), and a graph's
- * figure is the median of its rounds' means, p10..p90 their lowest and highest, reliable
- * when every probe was and the rounds lie within o->max_spread of it. */
+ * by point, up to `rounds` times; into sums[]. One round: the probes' figures as they are.
+ * More: each probe takes one sample at least (warm-up only in the first round, and none
+ * there when `warm`: the calls just ran at every point, long enough to have brought in what
+ * the next run finds), and a graph's figure is the median of its rounds' means, p10..p90
+ * their lowest and highest, reliable when every probe was and the rounds lie within
+ * o->max_spread of it. Two rounds that agree within ROUNDS_AGREE for every graph end it: a
+ * third moves the median by half that at most (an AVX2 prefill chunk of the Llama 3.2 1B
+ * shape is 4.5-7 s a run, and its three rounds of two graphs at two starts were a sixth of
+ * a cold tune). */
+#define ROUNDS_AGREE 0.02
 static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *const *reqs, int n,
-                                int c, int rounds, const fe_tune_options *o,
+                                int c, int rounds, bool warm, const fe_tune_options *o,
                                 fe_cost_figure *sums, fe_error *err) {
     enum { MAX_ROUNDS = 5 };
     const fe_tune_call *call = &reqs[0]->calls[c];
@@ -510,7 +525,16 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
     double mean[2][MAX_ROUNDS] = {{0}};
     if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
     for (int g = 0; g < n; g++) sums[g] = (fe_cost_figure){.reliable = true};
-    for (int r = 0; r < rounds; r++)
+    int ran = 0;
+    for (int r = 0; r < rounds; r++) {
+        if (r == 2) { /* two rounds that agree say enough */
+            bool agree = true;
+            for (int g = 0; g < n; g++)
+                agree = agree && fabs(mean[g][0] - mean[g][1]) <=
+                                     ROUNDS_AGREE * fmin(mean[g][0], mean[g][1]);
+            if (agree) break;
+        }
+        ran++;
         for (int p = 0; p < call->n_points; p++) {
             if (o->progress) {
                 fprintf(o->progress, "tune: measuring the %s (point %d/%d:", call->name, p + 1,
@@ -526,21 +550,30 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
                 po.min_samples = 1;
                 po.warmup = r == 0 ? o->warmup : 0;
             }
+            if (warm) po.warmup = 0;
             for (int g = 0; g < n; g++) {
                 call_run run = {reqs[g]->graph, &reqs[g]->calls[c], p, FE_OK};
                 char why[200];
                 fe_cost_figure f = fe_tune_probe(run_call, &run, width, dev, &po, why, sizeof why);
                 if (run.st != FE_OK) return call_failed(&run, err);
-                const double share = 1.0 / call->n_points, of_rounds = share / rounds;
+                const double share = 1.0 / call->n_points;
                 mean[g][r] += f.median_ns * share;
-                sums[g].p10_ns += f.p10_ns * of_rounds;
-                sums[g].p90_ns += f.p90_ns * of_rounds;
+                sums[g].p10_ns += f.p10_ns * share;
+                sums[g].p90_ns += f.p90_ns * share;
                 sums[g].samples += f.samples;
-                sums[g].cpus += f.cpus * of_rounds;
-                sums[g].read_gbps += f.read_gbps * of_rounds;
+                sums[g].cpus += f.cpus * share;
+                sums[g].read_gbps += f.read_gbps * share;
                 sums[g].reliable = sums[g].reliable && f.reliable;
             }
         }
+    }
+    rounds = ran;
+    for (int g = 0; g < n; g++) { /* the rounds' mean of the per-round sums */
+        sums[g].p10_ns /= rounds;
+        sums[g].p90_ns /= rounds;
+        sums[g].cpus /= rounds;
+        sums[g].read_gbps /= rounds;
+    }
     for (int g = 0; g < n; g++) { /* the median of the rounds' means (insertion sort) */
         for (int i = 1; i < rounds; i++)
             for (int j = i; j > 0 && mean[g][j] < mean[g][j - 1]; j--) {
@@ -564,18 +597,25 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
  * zero page, so its attention ran from L1 (SmolLM2's step measured 4.1 ms where `ferrum
  * generate` takes 6-9). */
 static fe_status write_states(const fe_tune_graph_request *const *reqs, int n,
-                              const fe_tune_options *o, fe_error *err) {
+                              const fe_tune_options *o, double *shortest_ns, fe_error *err) {
     if (o->progress) fprintf(o->progress, "tune: every call once at each point (the states "
                              "written as the calls write them)\n");
     for (int g = 0; g < n; g++)
         for (int c = 0; c < reqs[g]->n_calls; c++)
             for (int p = 0; p < reqs[g]->calls[c].n_points; p++) {
                 call_run run = {reqs[g]->graph, &reqs[g]->calls[c], p, FE_OK};
+                const uint64_t t0 = fe_time_ns();
                 run_call(&run);
+                const double ns = (double)(fe_time_ns() - t0);
+                if (g == 0 || ns < shortest_ns[c]) shortest_ns[c] = ns;
                 if (run.st != FE_OK) return call_failed(&run, err);
             }
     return FE_OK;
 }
+
+/* A call whose every run above took this long needs no warm-up before its first round
+ * (the probe's own bound on warm-up runs, probe.c) */
+#define WARMED_NS 20e6
 
 fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a, const fe_tune_graph_request *b,
                                      bool *same, char *where, size_t where_n, fe_error *err) {
@@ -587,8 +627,9 @@ fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a, const fe_tu
     if (a->n_calls != b->n_calls)
         return fe_error_set(err, FE_E_INVALID, "tune: two graphs are compared at the same "
                             "calls: give both requests the same calls");
-    /* each call's first point: every point runs the same kernels */
-    for (int c = 0; c < a->n_calls; c++) {
+    /* each call's first point (every point runs the same kernels), until one differs: the
+     * first difference is the answer (a prefill chunk is seconds a run) */
+    for (int c = 0; c < a->n_calls && *same; c++) {
         call_run run[2] = {{a->graph, &a->calls[c], 0, FE_OK}, {b->graph, &b->calls[c], 0, FE_OK}};
         for (int k = 0; k < 2; k++) {
             run_call(&run[k]);
@@ -601,7 +642,7 @@ fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a, const fe_tu
             eq = oa[i].dtype == ob[i].dtype && numel == fe_tensor_numel(&ob[i]) &&
                  memcmp(oa[i].data, ob[i].data, fe_dtype_bytes(oa[i].dtype, numel)) == 0;
         }
-        if (!eq && *same) {
+        if (!eq) {
             *same = false;
             if (where_n) snprintf(where, where_n, "the %s at point 1", a->calls[c].name);
         }
@@ -629,6 +670,7 @@ static fe_status measure_calls(fe_device *dev, const fe_tune_graph_request *cons
         return st;
     }
     bool states_written = false;
+    double shortest_ns[64] = {0}; /* per call: its shortest run writing the states */
     for (int c = 0; st == FE_OK && c < reqs[0]->n_calls; c++) {
         const fe_tune_call *call = &reqs[0]->calls[c];
         uint64_t sig[2] = {0, 0};
@@ -651,11 +693,12 @@ static fe_status measure_calls(fe_device *dev, const fe_tune_graph_request *cons
             if (o.progress) fprintf(o.progress, "tune: the %s from the cost cache\n", call->name);
         } else {
             if (!states_written) {
-                st = write_states(reqs, n, &o, err);
+                st = write_states(reqs, n, &o, shortest_ns, err);
                 states_written = true;
             }
             if (st == FE_OK)
-                st = measure_rounds(dev, reqs, n, c, n == 1 ? 1 : PAIRED_ROUNDS, &o, sum, err);
+                st = measure_rounds(dev, reqs, n, c, n == 1 ? 1 : PAIRED_ROUNDS,
+                                    shortest_ns[c] >= WARMED_NS, &o, sum, err);
             if (st != FE_OK) break;
             for (int g = 0; g < n; g++) {
                 char label[96];

@@ -103,6 +103,71 @@ static fe_status layouts_make(fe_kernel *k, const fe_tune_shape *s, const fe_tun
     return FE_OK;
 }
 
+/* The layouts of one search, shared by its settings: layouts of an operand with equal
+ * formats are the same bytes (op.h), and a GEMM's MC, NC or KC leave B's panels as they are,
+ * so each is made once a search where each setting had made its own (a cold tune of the
+ * Llama 3.2 1B shape made some forty copies of a weight's panels for each of thirty
+ * settings). The least recently used is freed past SHARED_LAYOUTS (a setting and the
+ * default, priced in turn, hold the two most recent). */
+enum { SHARED_LAYOUTS = 4 };
+typedef struct shared_layouts {
+    struct {
+        uint64_t format[FE_MAX_OPERANDS];
+        size_t bytes[FE_MAX_OPERANDS];
+        probe_layouts *lay;
+        uint64_t used;
+        bool shareable;
+    } e[SHARED_LAYOUTS];
+    int n;
+    uint64_t clock;
+} shared_layouts;
+
+static void shared_layouts_free(shared_layouts *sl) {
+    for (int i = 0; i < sl->n; i++) layouts_free(sl->e[i].lay);
+    sl->n = 0;
+}
+
+/* k's layouts of the shape's constant inputs over every set of b: one made before with the
+ * same formats and sizes (a format of 0 names none: never shared), else made now. */
+static fe_status layouts_for(shared_layouts *sl, fe_kernel *k, const fe_tune_shape *s,
+                             const fe_tune_buffers *b, probe_layouts **out, fe_error *err) {
+    uint64_t format[FE_MAX_OPERANDS] = {0};
+    size_t bytes[FE_MAX_OPERANDS] = {0};
+    bool shareable = true;
+    for (int i = 0; i < s->op->n_operands; i++)
+        if (s->constant[i]) {
+            bytes[i] = fe_kernel_layout_bytes(k, i, &format[i]);
+            shareable = shareable && (bytes[i] == 0 || format[i] != 0);
+        }
+    for (int i = 0; shareable && i < sl->n; i++)
+        if (sl->e[i].shareable && !memcmp(sl->e[i].format, format, sizeof format) &&
+            !memcmp(sl->e[i].bytes, bytes, sizeof bytes)) {
+            sl->e[i].used = ++sl->clock;
+            *out = sl->e[i].lay;
+            return FE_OK;
+        }
+    int slot = sl->n;
+    if (slot == SHARED_LAYOUTS) { /* the least recently used goes */
+        slot = 0;
+        for (int i = 1; i < sl->n; i++)
+            if (sl->e[i].used < sl->e[slot].used) slot = i;
+        layouts_free(sl->e[slot].lay);
+    } else {
+        sl->n++;
+    }
+    fe_status st = layouts_make(k, s, b, &sl->e[slot].lay, err);
+    if (st != FE_OK) { /* the slot's entry is gone: the last one takes its place */
+        sl->e[slot] = sl->e[--sl->n];
+        return st;
+    }
+    memcpy(sl->e[slot].format, format, sizeof format);
+    memcpy(sl->e[slot].bytes, bytes, sizeof bytes);
+    sl->e[slot].shareable = shareable;
+    sl->e[slot].used = ++sl->clock;
+    *out = sl->e[slot].lay;
+    return FE_OK;
+}
+
 static void empty_step(void *ctx, int ith, int nth) {
     (void)ctx, (void)ith, (void)nth;
 }
@@ -181,9 +246,9 @@ static double far_bound(const fe_tune_row *def_row, const fe_tune_row *row, int 
  * (fe_tune_probe_pair), both figures stored and both rows priced at them, so that the
  * setting's lead over the default is the one they show in the same stretch of time. */
 static fe_status price(fe_device *dev, const fe_tune_shape *s, fe_kernel *k, fe_kernel *def_k,
-                       fe_tune_buffers *b, fe_cost_cache *cache, const fe_tune_options *o,
-                       fe_tune_row *row, fe_tune_row *def_row, fe_tune_result *r,
-                       fe_error *err) {
+                       fe_tune_buffers *b, shared_layouts *sl, fe_cost_cache *cache,
+                       const fe_tune_options *o, fe_tune_row *row, fe_tune_row *def_row,
+                       fe_tune_result *r, fe_error *err) {
     const fe_op *op = s->op;
     int steps = s->n_points > 0 ? s->n_points : s->ladder >= 0 ? LADDER_STEPS : 1;
     fe_cost_figure sum = {.reliable = true}, def_sum = {.reliable = true};
@@ -194,7 +259,7 @@ static fe_status price(fe_device *dev, const fe_tune_shape *s, fe_kernel *k, fe_
     snprintf(label, sizeof label, "%s %s", op->name, row->setting);
     snprintf(def_label, sizeof def_label, "%s default", op->name);
     int64_t seen[FE_TUNE_MAX_POINTS + LADDER_STEPS][FE_MAX_VALUES];
-    probe_layouts *lay = NULL, *def_lay = NULL; /* made at the first point measured */
+    probe_layouts *lay = NULL, *def_lay = NULL; /* taken at the first point measured */
     /* a design read from layouts costs other than the same design packing per call */
     const uint64_t laid = reads_layouts(k, s) ? 0x1a7d0a75ull : 0;
     const uint64_t def_laid = def_k && reads_layouts(def_k, s) ? 0x1a7d0a75ull : 0;
@@ -241,8 +306,8 @@ static fe_status price(fe_device *dev, const fe_tune_shape *s, fe_kernel *k, fe_
             if (o->progress)
                 fprintf(o->progress, "tune %s: measuring %s%s%s\n", op->name, row->setting,
                         def_k ? " in turn with the default" : "", steps > 1 ? " (ladder)" : "");
-            if (laid && !lay) st = layouts_make(k, s, b, &lay, err);
-            if (st == FE_OK && def_laid && !def_lay) st = layouts_make(def_k, s, b, &def_lay, err);
+            if (laid && !lay) st = layouts_for(sl, k, s, b, &lay, err);
+            if (st == FE_OK && def_laid && !def_lay) st = layouts_for(sl, def_k, s, b, &def_lay, err);
             if (st != FE_OK) break;
             run_ctx rc = {.k = k, .b = b, .lay = lay, .n_t = op->n_operands, .values = vals,
                           .n_values = op->n_values};
@@ -289,8 +354,6 @@ static fe_status price(fe_device *dev, const fe_tune_shape *s, fe_kernel *k, fe_
         row->bytes += by / steps;
         add_level(&level, f), add_level(&def_level, df);
     }
-    layouts_free(lay);
-    layouts_free(def_lay);
     if (st != FE_OK) return st;
     sum.read_gbps = level.ns > 0 ? level.gbps_ns / level.ns : 0;
     def_sum.read_gbps = def_level.ns > 0 ? def_level.gbps_ns / def_level.ns : 0;
@@ -328,18 +391,29 @@ static void free_outputs(void *o[FE_MAX_OPERANDS]) {
     }
 }
 
-/* The gate for one candidate's outputs; the reference runs once, when first needed. */
+/* The gate for one candidate's outputs; the default's and the reference's outputs are made
+ * once, when first needed (a search whose verdicts are all known runs neither). */
 typedef struct gate_state {
     void *def[FE_MAX_OPERANDS], *ref[FE_MAX_OPERANDS];
-    bool have_ref;
+    bool have_def, have_ref;
 } gate_state;
 
+/* *ran_ns: how long the candidate's run took (its kernel's first run: a warm-up of it) */
 static fe_status gate(fe_kernel *def_k, fe_kernel *k, const fe_tune_shape *s,
-                      fe_tune_buffers *b, gate_state *g, fe_tune_row *row, fe_error *err) {
+                      fe_tune_buffers *b, gate_state *g, fe_tune_row *row, double *ran_ns,
+                      fe_error *err) {
     const fe_op *op = s->op;
     void *got[FE_MAX_OPERANDS];
     fe_error run_err;
+    *ran_ns = 0;
+    if (!g->have_def) {
+        fe_status st = run_outputs(def_k, s, b, false, g->def, err);
+        if (st != FE_OK) return st;
+        g->have_def = true;
+    }
+    const uint64_t t0 = fe_time_ns();
     fe_status st = run_outputs(k, s, b, false, got, &run_err);
+    *ran_ns = (double)(fe_time_ns() - t0);
     if (st == FE_E_NOMEM) return fe_error_set(err, st, "%s", run_err.message);
     if (st != FE_OK) { /* the kernel refuses to run at this shape: not a candidate */
         row->verdict = FE_TUNE_REFUSED;
@@ -494,8 +568,32 @@ void fe_tune_mark_best(fe_tune_result *r) {
     if (best >= 0) r->rows[best].best = true;
 }
 
+/* A known verdict for setting, or NULL. */
+static const fe_tune_known *known_verdict(const fe_tune_known *known, int n, const char *setting) {
+    for (int i = 0; i < n; i++)
+        if (known[i].setting && strcmp(known[i].setting, setting) == 0) return &known[i];
+    return NULL;
+}
+
+/* Whether the shape's work is bound by its arithmetic: at least COMPUTE_BOUND flops a byte
+ * the op's cost model moves (its last point's values), where the memory's rate decides
+ * little (a prefill GEMM: hundreds; a decode GEMV or attention step: about 2). */
+#define COMPUTE_BOUND 64.0
+static bool compute_bound(const fe_kernel *k, const fe_tune_shape *s) {
+    int64_t vals[FE_MAX_VALUES] = {0};
+    values_at(s, fe_kernel_extents(k), s->n_points > 0 ? s->n_points - 1 : LADDER_STEPS - 1, vals);
+    double flops = 0, bytes = 0;
+    fe_kernel_cost(k, vals, s->op->n_values, &flops, &bytes);
+    return bytes > 0 && flops >= COMPUTE_BOUND * bytes;
+}
+
+/* A candidate whose gate run took this long was warmed up by it: its figure takes no
+ * warm-up runs of its own (the probe's own bound on warm-up runs, probe.c) */
+#define WARMED_NS 20e6
+
 fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe_tune_options *opts,
-                               fe_cost_cache *cache, fe_tune_result *r, fe_error *err) {
+                               const fe_tune_known *known, int n_known, fe_cost_cache *cache,
+                               fe_tune_result *r, fe_error *err) {
     fe_tune_shape s = *sp; /* c.name points into the copy */
     s.c.name = s.case_name;
     fe_tune_options o = *opts;
@@ -504,17 +602,24 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     if (st != FE_OK) return st;
     fe_tune_buffers b = {0};
     gate_state g = {0};
+    shared_layouts sl = {0};
     fe_kernel *k = NULL;
     describe_shape(&s, fe_kernel_extents(def_k), r);
     double lo = s.c.lo < s.c.hi ? s.c.lo : -3, hi = s.c.lo < s.c.hi ? s.c.hi : 3;
     st = fe_tune_buffers_init(&b, s.op, s.desc, fe_kernel_extents(def_k), lo, hi,
                               o.seed, err);
-    if (st == FE_OK) st = run_outputs(def_k, &s, &b, false, g.def, err);
     /* timed runs read their inputs from memory, as a model's steps read their weights: the
-     * copies span twice the last-level cache (the gate runs on the first) */
+     * copies span twice the last-level cache (the gate runs on the first). Work bound by its
+     * arithmetic takes two: it reads its inputs at a small share of the memory's rate, from
+     * wherever they are, and forty copies of a prefill GEMM's weight (a 480 MiB L3 as a
+     * Xeon guest reports it), each laid out again per setting, had cost more than its runs */
     size_t llc = fe_device_get_info(dev)->l3_bytes;
-    if (st == FE_OK) st = fe_tune_buffers_spread(&b, s.op, 2 * (llc ? llc : (size_t)32 << 20), err);
+    const bool by_compute = compute_bound(def_k, &s);
+    if (st == FE_OK)
+        st = fe_tune_buffers_spread(&b, s.op, by_compute ? 1 : 2 * (llc ? llc : (size_t)32 << 20),
+                                    err);
     if (st != FE_OK) goto done;
+    if (by_compute) b.input_hash ^= 0xc0de0b0c2ull; /* other copies: other figures */
 
     fe_tune_row *row = &r->rows[r->n++];
     char text[140];
@@ -527,7 +632,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     record_shape(dev, &s, def_k, r);
     memcpy(r->tunables[0], fe_kernel_design(def_k)->tunables, sizeof r->tunables[0]);
     if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
-    st = price(dev, &s, def_k, NULL, &b, cache, &o, row, NULL, r, err);
+    st = price(dev, &s, def_k, NULL, &b, &sl, cache, &o, row, NULL, r, err);
 
     plan *settings = st == FE_OK ? fe_malloc(FE_TUNE_MAX_ROWS * sizeof *settings) : NULL;
     if (st == FE_OK && !settings) st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
@@ -558,15 +663,25 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
                          "(%s)", other, text);
                 break;
             }
-        if (row->verdict == FE_TUNE_CANDIDATE) st = gate(def_k, k, &s, &b, &g, row, err);
+        const fe_tune_known *kv = row->verdict == FE_TUNE_CANDIDATE
+                                      ? known_verdict(known, n_known, row->setting) : NULL;
+        double ran_ns = 0;
+        if (kv) { /* gated before, on the same inputs */
+            row->verdict = kv->verdict;
+            if (kv->verdict != FE_TUNE_CANDIDATE)
+                snprintf(row->reason, sizeof row->reason, "%s", kv->reason ? kv->reason : "");
+        } else if (row->verdict == FE_TUNE_CANDIDATE) {
+            st = gate(def_k, k, &s, &b, &g, row, &ran_ns, err);
+        }
         /* the setting named to be measured again is measured in turn with the default */
         const bool in_turn = o.recheck_setting && o.recheck_in_turn &&
                              strcmp(row->setting, o.recheck_setting) == 0;
         fe_tune_options so = o; /* a setting's attempts (the default keeps its own) */
         if (o.setting_attempts > 0 && !in_turn) so.attempts = o.setting_attempts;
+        if (ran_ns >= WARMED_NS && !in_turn) so.warmup = 0;
         if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
-            st = price(dev, &s, k, in_turn ? def_k : NULL, &b, cache, &so, row, &r->rows[0], r,
-                       err);
+            st = price(dev, &s, k, in_turn ? def_k : NULL, &b, &sl, cache, &so, row, &r->rows[0],
+                       r, err);
         fe_kernel_destroy(k);
         k = NULL;
     }
@@ -575,6 +690,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
 done:
     free_outputs(g.def);
     free_outputs(g.ref);
+    shared_layouts_free(&sl);
     fe_tune_buffers_deinit(&b);
     fe_kernel_destroy(def_k);
     return st;
@@ -591,13 +707,21 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
     if (!r) return fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
     fe_cost_cache *cache = NULL;
     st = fe_cost_cache_open(dev, o.cache_root, &cache, err);
-    if (st == FE_OK) st = fe_tune_shape_search(dev, &s, &o, cache, r, err);
+    if (st == FE_OK) st = fe_tune_shape_search(dev, &s, &o, NULL, 0, cache, r, err);
     /* the fastest reliable setting, when faster than the default, measured again in turn
      * with it (figures measured minutes apart on a host whose memory level drifts are not
      * comparable): up to ROUNDS times, until the fastest is one measured so (its cached
      * figure says in_turn, from this run or one before) */
     enum { ROUNDS = 8 };
     fe_tune_result *again = st == FE_OK ? fe_calloc(1, sizeof *again) : NULL;
+    fe_tune_known *known = again ? fe_calloc((size_t)r->n, sizeof *known) : NULL;
+    if (again && !known) {
+        fe_free(again);
+        again = NULL;
+        st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
+    }
+    for (int i = 0; known && i < r->n; i++) /* the first search's gates stand */
+        known[i] = (fe_tune_known){r->rows[i].setting, r->rows[i].verdict, r->rows[i].reason};
     for (int round = 0; again && round < ROUNDS; round++) {
         int fastest = -1;
         for (int i = 1; r->rows[0].verdict == FE_TUNE_CANDIDATE && i < r->n; i++)
@@ -611,7 +735,7 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
         in_turn.recheck_setting = r->rows[fastest].setting;
         in_turn.recheck_in_turn = true;
         memset(again, 0, sizeof *again);
-        st = fe_tune_shape_search(dev, &s, &in_turn, cache, again, err);
+        st = fe_tune_shape_search(dev, &s, &in_turn, known, r->n, cache, again, err);
         if (st != FE_OK) break;
         /* the new rows (measured in this run stays measured), the first search's notes kept */
         for (int i = 0; i < again->n; i++) {
@@ -625,6 +749,7 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
         }
     }
     fe_free(again);
+    fe_free(known);
     int apart = 0;
     for (int i = 1; st == FE_OK && i < r->n; i++)
         apart += r->rows[i].verdict == FE_TUNE_CANDIDATE && r->rows[i].cost.reliable &&
