@@ -366,6 +366,10 @@ static void a_known_verdict_stands_without_its_gate(void **s) {
             assert_true(first->rows[i].cost.median_ns > 0);
             if (pick < 0) pick = i;
         }
+    if (candidates < 2)
+        for (int i = 0; i < first->n; i++)
+            print_message("%s: verdict %d %s\n", first->rows[i].setting, first->rows[i].verdict,
+                          first->rows[i].reason);
     assert_true(candidates >= 2);
     fe_tune_known known = {first->rows[pick].setting, FE_TUNE_GATED_OUT, "gated by an earlier search"};
     assert_int_equal(fe_tune_shape_search(test_dev, &shape, &o, &known, 1, cache, r, &err), FE_OK);
