@@ -125,6 +125,19 @@ static int int8_choice = -1;
  * (its threads' waiting would count as ferrum's) */
 static bool cpu_time;
 
+/* case c's operands (into ops) and its kernel on dev with the tunables tun[0..nt) */
+static fe_status case_kernel(fe_device *dev, const fe_op *op, const fe_case *c,
+                             const fe_setting *tun, int nt, fe_tensor ops[FE_MAX_OPERANDS],
+                             fe_kernel **k, fe_error *err) {
+    double params[FE_MAX_PARAMS] = {0};
+    memset(ops, 0, FE_MAX_OPERANDS * sizeof *ops);
+    op->operands_for(c, params, ops);
+    fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
+                         .params = c->params, .n_params = c->n_params, .tunables = tun,
+                         .n_tunables = nt};
+    return fe_kernel_create(dev, &req, k, err);
+}
+
 /* Times case c with the kernel's resolved design, or with bf16_dot = `dot` where dot >= 0.
  * With `layouts`, an input the design reads from a layout of its own (B under bf16_dot = 1)
  * is laid out once before the runs, as a graph does for its weights; without, the kernel
@@ -141,21 +154,15 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
     fma_peak(dev, 3, &again, &again_med, &lanes);
     if (again > *peak) *peak = again;
     const fe_device_info *info = fe_device_get_info(dev);
-    double params[FE_MAX_PARAMS] = {0};
     fe_tensor ops[FE_MAX_OPERANDS];
-    memset(ops, 0, sizeof ops);
-    op->operands_for(c, params, ops);
     fe_setting tun[3] = {{"WIDTH", info->n_workers}};
     int nt = 1;
     if (dot_choice >= 0) tun[nt++] = (fe_setting){"bf16_dot", dot_choice};
     if (int8_choice >= 0) tun[nt++] = (fe_setting){"int8_dot", int8_choice};
-    fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
-                         .params = c->params, .n_params = c->n_params, .tunables = tun,
-                         .n_tunables = nt};
     fe_error err = {0};
     fe_kernel *k = NULL;
     tl->cases++;
-    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) {
+    if (case_kernel(dev, op, c, tun, nt, ops, &k, &err) != FE_OK) {
         printf("  %-21s cannot make the kernel: %s\n", c->name, err.message);
         tl->failed++;
         return -1;
@@ -300,15 +307,10 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
 
 /* the int8_dot case c resolves to on dev with nothing given */
 static int ran8(fe_device *dev, const fe_op *op, const fe_case *c) {
-    double params[FE_MAX_PARAMS] = {0};
     fe_tensor ops[FE_MAX_OPERANDS];
-    memset(ops, 0, sizeof ops);
-    op->operands_for(c, params, ops);
-    fe_op_request req = {.op = op->name, .operands = ops, .n_operands = op->n_operands,
-                         .params = c->params, .n_params = c->n_params};
     fe_error err = {0};
     fe_kernel *k = NULL;
-    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) return -1;
+    if (case_kernel(dev, op, c, NULL, 0, ops, &k, &err) != FE_OK) return -1;
     const int r = (int)fe_kernel_tunable(k, "int8_dot");
     fe_kernel_destroy(k);
     return r;

@@ -16,7 +16,7 @@
 #include "tune/tune.h"
 
 
-enum { MIN_SAMPLES = 31, MIN_NS = 20000000, MAX_SAMPLES = 4096, WARM_NS = 20000000 };
+enum { MIN_SAMPLES = 31, MIN_NS = 20000000, MAX_SAMPLES = 4096 };
 enum { FAR_SAMPLES = 2 }; /* samples past far_ns that end a figure */
 
 static int cmp_double(const void *a, const void *b) {
@@ -46,11 +46,11 @@ static void measure(fe_probe_fn const *fn, void *const *ctx, int nf, const fe_tu
                     double *cpu_share) {
     double budget_ns = o->budget_ms * 1e6;
     int min_samples = o->min_samples > 0 ? o->min_samples : 1;
-    /* the options' warm-up runs, but none begun past WARM_NS: one run that long has brought
+    /* the options' warm-up runs, but none begun past FE_TUNE_WARM_NS: one run that long has brought
      * in whatever the next will find in cache (three warm-up runs of a prefill's 58 ms GEMM
      * were 3 / 8 of its figure's time, a fifth of a cold tune of the Llama 3.2 1B shape) */
     const uint64_t w0 = fe_time_ns();
-    for (int i = 0; i < o->warmup && (i == 0 || fe_time_ns() - w0 < WARM_NS); i++)
+    for (int i = 0; i < o->warmup && (i == 0 || (double)(fe_time_ns() - w0) < FE_TUNE_WARM_NS); i++)
         for (int f = 0; f < nf; f++) fn[f](ctx[f]);
     double cpu0 = cpu_seconds();
     uint64_t t0 = fe_time_ns();

@@ -40,6 +40,10 @@ bool fe_tune_gate(const fe_op *op, const fe_gate_output *outs, int n, char *why,
  * declared range, kept below the extent its draw_below names: ext may be NULL), outputs
  * zeroed. */
 enum { FE_TUNE_MAX_COPIES = 4096 };
+/* A run this long has brought in whatever the next run will find in cache: the probe starts
+ * no warm-up run past it, and a figure whose kernel or call just ran this long (a gate's run,
+ * the calls writing their states) takes none */
+#define FE_TUNE_WARM_NS 20e6
 
 typedef struct fe_tune_buffers {
     fe_tensor t[FE_MAX_OPERANDS];

@@ -595,7 +595,8 @@ static fe_status measure_rounds(fe_device *dev, const fe_tune_graph_request *con
  * states (a KV cache) then hold what the calls write, as in a model's use. A decode step
  * timed first read a cache no call had written yet: untouched pages, all the kernel's one
  * zero page, so its attention ran from L1 (SmolLM2's step measured 4.1 ms where `ferrum
- * generate` takes 6-9). */
+ * generate` takes 6-9). shortest_ns[c]: call c's shortest run here (a call that ran
+ * FE_TUNE_WARM_NS at every point needs no warm-up before its first round). */
 static fe_status write_states(const fe_tune_graph_request *const *reqs, int n,
                               const fe_tune_options *o, double *shortest_ns, fe_error *err) {
     if (o->progress) fprintf(o->progress, "tune: every call once at each point (the states "
@@ -607,15 +608,11 @@ static fe_status write_states(const fe_tune_graph_request *const *reqs, int n,
                 const uint64_t t0 = fe_time_ns();
                 run_call(&run);
                 const double ns = (double)(fe_time_ns() - t0);
-                if (g == 0 || ns < shortest_ns[c]) shortest_ns[c] = ns;
+                if ((g == 0 && p == 0) || ns < shortest_ns[c]) shortest_ns[c] = ns;
                 if (run.st != FE_OK) return call_failed(&run, err);
             }
     return FE_OK;
 }
-
-/* A call whose every run above took this long needs no warm-up before its first round
- * (the probe's own bound on warm-up runs, probe.c) */
-#define WARMED_NS 20e6
 
 fe_status fe_tune_calls_same_outputs(const fe_tune_graph_request *a, const fe_tune_graph_request *b,
                                      bool *same, char *where, size_t where_n, fe_error *err) {
@@ -698,7 +695,7 @@ static fe_status measure_calls(fe_device *dev, const fe_tune_graph_request *cons
             }
             if (st == FE_OK)
                 st = measure_rounds(dev, reqs, n, c, n == 1 ? 1 : PAIRED_ROUNDS,
-                                    shortest_ns[c] >= WARMED_NS, &o, sum, err);
+                                    shortest_ns[c] >= FE_TUNE_WARM_NS, &o, sum, err);
             if (st != FE_OK) break;
             for (int g = 0; g < n; g++) {
                 char label[96];

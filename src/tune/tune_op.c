@@ -587,10 +587,6 @@ static bool compute_bound(const fe_kernel *k, const fe_tune_shape *s) {
     return bytes > 0 && flops >= COMPUTE_BOUND * bytes;
 }
 
-/* A candidate whose gate run took this long was warmed up by it: its figure takes no
- * warm-up runs of its own (the probe's own bound on warm-up runs, probe.c) */
-#define WARMED_NS 20e6
-
 fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe_tune_options *opts,
                                const fe_tune_known *known, int n_known, fe_cost_cache *cache,
                                fe_tune_result *r, fe_error *err) {
@@ -678,7 +674,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
                              strcmp(row->setting, o.recheck_setting) == 0;
         fe_tune_options so = o; /* a setting's attempts (the default keeps its own) */
         if (o.setting_attempts > 0 && !in_turn) so.attempts = o.setting_attempts;
-        if (ran_ns >= WARMED_NS && !in_turn) so.warmup = 0;
+        if (ran_ns >= FE_TUNE_WARM_NS && !in_turn) so.warmup = 0; /* the gate warmed it */
         if (st == FE_OK && row->verdict == FE_TUNE_CANDIDATE)
             st = price(dev, &s, k, in_turn ? def_k : NULL, &b, &sl, cache, &so, row, &r->rows[0],
                        r, err);
@@ -714,13 +710,8 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
      * figure says in_turn, from this run or one before) */
     enum { ROUNDS = 8 };
     fe_tune_result *again = st == FE_OK ? fe_calloc(1, sizeof *again) : NULL;
-    fe_tune_known *known = again ? fe_calloc((size_t)r->n, sizeof *known) : NULL;
-    if (again && !known) {
-        fe_free(again);
-        again = NULL;
-        st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
-    }
-    for (int i = 0; known && i < r->n; i++) /* the first search's gates stand */
+    fe_tune_known known[FE_TUNE_MAX_ROWS]; /* the first search's gates stand */
+    for (int i = 0; i < r->n; i++)
         known[i] = (fe_tune_known){r->rows[i].setting, r->rows[i].verdict, r->rows[i].reason};
     for (int round = 0; again && round < ROUNDS; round++) {
         int fastest = -1;
@@ -749,7 +740,6 @@ fe_status fe_tune_op(fe_device *dev, const fe_tune_request *req, const fe_tune_o
         }
     }
     fe_free(again);
-    fe_free(known);
     int apart = 0;
     for (int i = 1; st == FE_OK && i < r->n; i++)
         apart += r->rows[i].verdict == FE_TUNE_CANDIDATE && r->rows[i].cost.reliable &&
