@@ -389,6 +389,36 @@ static void a_known_verdict_stands_without_its_gate(void **s) {
     fe_cost_cache_close(cache);
 }
 
+/* default_only (tune MODEL's graph without folds): the default alone, its figure the one a
+ * full search of the same shape left in the cost cache */
+static void default_only_measures_the_default_alone(void **s) {
+    (void)s;
+    fe_setting set[] = {{.name = "case", .choice = "q8_0/int8_odd"}, {"M", 32}, {"N", 48},
+                        {"K", 64}};
+    fe_tune_request req = {.op = "GEMM", .settings = set, .n_settings = 4};
+    fe_tune_shape shape;
+    fe_error err;
+    fe_cost_cache *cache = NULL;
+    assert_int_equal(fe_tune_shape_init(test_dev, &req, &shape, &err), FE_OK);
+    assert_int_equal(fe_cost_cache_open(test_dev, NULL, &cache, &err), FE_OK);
+    fe_tune_options o = quick();
+    fe_tune_result *full = calloc(1, sizeof *full), *r = calloc(1, sizeof *r);
+    assert_non_null(full);
+    assert_non_null(r);
+    assert_int_equal(fe_tune_shape_search(test_dev, &shape, &o, NULL, 0, cache, full, &err), FE_OK);
+    assert_true(full->n > 1);
+    o.default_only = true;
+    assert_int_equal(fe_tune_shape_search(test_dev, &shape, &o, NULL, 0, cache, r, &err), FE_OK);
+    assert_int_equal(r->n, 1);
+    assert_string_equal(r->rows[0].setting, "default");
+    assert_int_equal(r->rows[0].verdict, FE_TUNE_CANDIDATE);
+    assert_true(r->rows[0].cached);
+    assert_true(r->rows[0].cost.median_ns == full->rows[0].cost.median_ns);
+    free(full);
+    free(r);
+    fe_cost_cache_close(cache);
+}
+
 static void gate_refuses_bit_changes_where_tol_is_0(void **s) {
     (void)s;
     fe_op exact = *fe_op_find("Copy");
@@ -792,6 +822,7 @@ int main(void) {
         cmocka_unit_test(a_second_tune_of_the_same_key_is_a_cache_hit),
         cmocka_unit_test(an_unreliable_figure_is_measured_again_on_recheck),
         cmocka_unit_test(a_known_verdict_stands_without_its_gate),
+        cmocka_unit_test(default_only_measures_the_default_alone),
         cmocka_unit_test(gate_refuses_bit_changes_where_tol_is_0),
         cmocka_unit_test(probes_refuse_a_wide_spread_and_time_off_the_cpu),
         cmocka_unit_test(a_figure_far_past_the_bound_stops_at_two_samples),

@@ -122,6 +122,10 @@ typedef struct fe_tune_options {
                                   * `attempts`): tune MODEL's first pass takes one, since a
                                   * setting left unreliable never wins narrowing and the
                                   * fastest is measured again in the second pass anyway */
+    bool default_only;           /* a search measures its default setting alone: tune MODEL's
+                                  * graph without folds, whose figures price the folds with
+                                  * every setting at its default (its full search took a
+                                  * fifth of a cold AVX2 tune for an ablation's line) */
 } fe_tune_options;
 
 FE_API fe_tune_options fe_tune_options_default(void);

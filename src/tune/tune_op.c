@@ -632,8 +632,9 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
 
     plan *settings = st == FE_OK ? fe_malloc(FE_TUNE_MAX_ROWS * sizeof *settings) : NULL;
     if (st == FE_OK && !settings) st = fe_error_set(err, FE_E_NOMEM, "tune: out of memory");
-    int n_set = settings ? plan_settings(def_k, fe_device_get_info(dev), settings,
-                                         FE_TUNE_MAX_ROWS - 1) : 0;
+    int n_set = settings && !o.default_only
+                    ? plan_settings(def_k, fe_device_get_info(dev), settings, FE_TUNE_MAX_ROWS - 1)
+                    : 0;
     for (int i = 0; st == FE_OK && i < n_set; i++) {
         row = &r->rows[r->n++];
         size_t w = 0;
