@@ -33,7 +33,8 @@ ferrum=${3:-build/ferrum}
 [ -x "$ferrum" ] || { echo "peers_llama_bench: $ferrum is not built (make build/ferrum)" >&2; exit 2; }
 
 rows=$(mktemp)
-trap 'rm -f "$rows"' EXIT
+tunings=$(mktemp)
+trap 'rm -f "$rows" "$tunings"' EXIT
 
 depth=${DEPTH:-0}
 read -r -a extra <<< "${FERRUM_ARGS:-}"
@@ -69,6 +70,10 @@ ours() {
     pre=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 512 -n 1 --max-seq-len 1024 "${extra[@]}" 2>&1 >/dev/null)
     dec=$(FERRUM_ISA=$1 "$ferrum" generate "$model" --prompt-len 1 -n 65 --max-seq-len 1024 "${extra[@]}" 2>&1 >/dev/null)
   fi
+  # the tuning each of ferrum's rows ran with, once (a profile of this device, or none)
+  grep -q "^ferrum-$1 " "$tunings" 2>/dev/null ||
+    printf 'ferrum-%s %s\n' "$1" "$(printf '%s\n' "$pre$dec" | grep -m1 '^ferrum: tuning: ' |
+                                    sed 's/^ferrum: //')" >> "$tunings"
   python3 -c '
 import re, sys
 name, pre, dec = sys.argv[1:4]
@@ -83,7 +88,7 @@ isa=avx2
 grep -qw avx512f /proc/cpuinfo && isa=avx512
 grep -qw avx512_bf16 /proc/cpuinfo && isa="avx512 with bf16"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $isa;" \
-     "load $(cut -d' ' -f1-3 /proc/loadavg) at the start; ferrum ${extra[*]:-(defaults)}"
+     "load $(cut -d' ' -f1-3 /proc/loadavg) at the start; ferrum's options: ${extra[*]:-none}"
 for r in $(seq "$rounds"); do
   echo "round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH"
@@ -122,3 +127,4 @@ for ours in ("ferrum-avx512", "ferrum-avx2"):
             print("%s / %s: prefill %.2fx, decode %.2fx" % (ours, peer, med[ours, "pp"] / med[peer, "pp"],
                                                          med[ours, "tg"] / med[peer, "tg"]))
 PY
+cat "$tunings"
