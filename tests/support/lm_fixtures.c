@@ -1,7 +1,7 @@
 /* tests/support/lm_fixtures.c: checkpoint bytes for the src/lm tests (see lm_fixtures.h). */
 #include "lm_fixtures.h"
 
-#include <dirent.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -266,19 +266,15 @@ bool lmfix_write(const char *dir, const char *name, const void *p, size_t n) {
     return fclose(f) == 0 && ok;
 }
 
+static int rmtree_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)ftw;
+    if (flag == FTW_DP) rmdir(path);
+    else unlink(path);
+    return 0; /* on past what cannot be removed */
+}
+
 void lmfix_rmtree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char path[512];
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    nftw(dir, rmtree_entry, 16, FTW_DEPTH | FTW_PHYS); /* children first, links not followed */
 }
 
 static const char *model_path(char *path, size_t n, const char *name) {

@@ -98,7 +98,7 @@ bool lmfix_write(const char *dir, const char *name, const void *p, size_t n);
  * then n_extra two-character tokens "a0", "a1", ... "b0"... (no merge makes them), so a
  * model's vocabulary can be covered. False on failure. */
 bool lmfix_byte_tokenizer(const char *dir, bool chatml, int n_extra);
-/* Removes the files in dir (one level) and dir. */
+/* Removes dir and everything under it (links not followed). */
 void lmfix_rmtree(const char *dir);
 
 /* Where scripts/setup puts the SmolLM2 checkpoint:
