@@ -344,16 +344,23 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
  * setting known gated out stays so, with its reason, though its gate would pass it now;
  * the rest are gated and priced as before. A GEMM reading B from layouts (q8_0 panels where
  * the ISA has them) prices every candidate with the layouts its settings share. */
-static void a_known_verdict_stands_without_its_gate(void **s) {
-    (void)s;
+/* A small q8_0 GEMM with layouts (case q8_0/int8_odd, 32 x 48 x 64) as a search's shape,
+ * and this device's cost cache */
+static void q8_0_search_shape(fe_tune_shape *shape, fe_cost_cache **cache) {
     fe_setting set[] = {{.name = "case", .choice = "q8_0/int8_odd"}, {"M", 32}, {"N", 48},
                         {"K", 64}};
     fe_tune_request req = {.op = "GEMM", .settings = set, .n_settings = 4};
+    fe_error err;
+    assert_int_equal(fe_tune_shape_init(test_dev, &req, shape, &err), FE_OK);
+    assert_int_equal(fe_cost_cache_open(test_dev, NULL, cache, &err), FE_OK);
+}
+
+static void a_known_verdict_stands_without_its_gate(void **s) {
+    (void)s;
     fe_tune_shape shape;
     fe_error err;
     fe_cost_cache *cache = NULL;
-    assert_int_equal(fe_tune_shape_init(test_dev, &req, &shape, &err), FE_OK);
-    assert_int_equal(fe_cost_cache_open(test_dev, NULL, &cache, &err), FE_OK);
+    q8_0_search_shape(&shape, &cache);
     fe_tune_options o = quick();
     fe_tune_result *first = calloc(1, sizeof *first), *r = calloc(1, sizeof *r);
     assert_non_null(first);
@@ -393,14 +400,10 @@ static void a_known_verdict_stands_without_its_gate(void **s) {
  * full search of the same shape left in the cost cache */
 static void default_only_measures_the_default_alone(void **s) {
     (void)s;
-    fe_setting set[] = {{.name = "case", .choice = "q8_0/int8_odd"}, {"M", 32}, {"N", 48},
-                        {"K", 64}};
-    fe_tune_request req = {.op = "GEMM", .settings = set, .n_settings = 4};
     fe_tune_shape shape;
     fe_error err;
     fe_cost_cache *cache = NULL;
-    assert_int_equal(fe_tune_shape_init(test_dev, &req, &shape, &err), FE_OK);
-    assert_int_equal(fe_cost_cache_open(test_dev, NULL, &cache, &err), FE_OK);
+    q8_0_search_shape(&shape, &cache);
     fe_tune_options o = quick();
     fe_tune_result *full = calloc(1, sizeof *full), *r = calloc(1, sizeof *r);
     assert_non_null(full);
