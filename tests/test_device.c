@@ -114,7 +114,7 @@ static void bad_environment_is_refused_naming_the_variable(void **s) {
     assert_int_equal(workers, 1);
     assert_int_equal(create_with_env("FERRUM_ISA", "bogus", &err, &workers, &isa), FE_E_INVALID);
     assert_non_null(strstr(err.message, "FERRUM_ISA=bogus"));
-    assert_non_null(strstr(err.message, "scalar, avx2 or avx512"));
+    assert_non_null(strstr(err.message, "scalar, avx2, avxvnni or avx512"));
     assert_int_equal(create_with_env("FERRUM_ISA", "scalar", &err, &workers, &isa), FE_OK);
     assert_int_equal(isa, FE_ISA_SCALAR);
     /* an ISA the CPU lacks, asked for by name, is refused rather than quietly capped */
@@ -137,6 +137,61 @@ static void bad_environment_is_refused_naming_the_variable(void **s) {
     if (old) setenv("FERRUM_WORKERS", old, 1);
     else unsetenv("FERRUM_WORKERS");
     free(old);
+}
+
+/* The avx2 kernels' AVX-VNNI: FERRUM_ISA=avx2 withholds it (the AVX2 set alone, as an
+ * AVX2-only Zen 3 runs it), FERRUM_ISA=avxvnni asks for it and is refused on a CPU without it;
+ * the options' no_avxvnni withholds it, else it follows the CPU at isa avx2 and is never set
+ * at any other isa. */
+static bool avxvnni_under(const char *isa_env, fe_isa max_isa, bool no_avxvnni, fe_status *st,
+                          fe_error *err) {
+    char *old = getenv("FERRUM_ISA") ? strdup(getenv("FERRUM_ISA")) : NULL;
+    if (isa_env) setenv("FERRUM_ISA", isa_env, 1);
+    else unsetenv("FERRUM_ISA");
+    fe_device_options o = fe_device_options_default();
+    o.pin = false;
+    o.n_workers = 1;
+    o.max_isa = (int)max_isa;
+    o.no_avxvnni = no_avxvnni;
+    fe_device *dev = NULL;
+    *st = fe_device_create(&o, &dev, err);
+    if (old) setenv("FERRUM_ISA", old, 1);
+    else unsetenv("FERRUM_ISA");
+    free(old);
+    bool used = dev && fe_device_get_info(dev)->avxvnni;
+    if (dev && used) assert_int_equal(fe_device_get_info(dev)->isa, FE_ISA_AVX2);
+    fe_device_destroy(dev);
+    return used;
+}
+
+static void avxvnni_follows_ferrum_isa(void **s) {
+    (void)s;
+    fe_error err;
+    fe_status st;
+    fe_device *dev = NULL;
+    fe_device_options o = {.n_workers = 1, .max_isa = -1};
+    unsetenv("FERRUM_ISA");
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    const bool has = fe_device_get_info(dev)->features.avxvnni;
+    const fe_isa best = fe_device_get_info(dev)->best_isa;
+    fe_device_destroy(dev);
+    if (best < FE_ISA_AVX2) skip();
+    assert_false(avxvnni_under("avx2", -1, false, &st, &err));
+    assert_int_equal(st, FE_OK);
+    const bool asked = avxvnni_under("avxvnni", -1, false, &st, &err);
+    if (has) {
+        assert_int_equal(st, FE_OK);
+        assert_true(asked);
+    } else {
+        assert_int_equal(st, FE_E_UNSUPPORTED);
+        assert_non_null(strstr(err.message, "FERRUM_ISA=avxvnni"));
+        assert_non_null(strstr(err.message, "no AVX-VNNI"));
+    }
+    /* options: the variable is read only where max_isa is -1 */
+    assert_int_equal(avxvnni_under("avx2", FE_ISA_AVX2, false, &st, &err), has);
+    assert_false(avxvnni_under(NULL, FE_ISA_AVX2, true, &st, &err));
+    assert_false(avxvnni_under(NULL, FE_ISA_SCALAR, false, &st, &err));
+    if (best == FE_ISA_AVX512) assert_false(avxvnni_under(NULL, FE_ISA_AVX512, false, &st, &err));
 }
 
 typedef struct {
@@ -238,6 +293,7 @@ int main(void) {
         cmocka_unit_test(isa_cap_and_workers_are_honoured),
         cmocka_unit_test(bad_options_are_refused),
         cmocka_unit_test(bad_environment_is_refused_naming_the_variable),
+        cmocka_unit_test(avxvnni_follows_ferrum_isa),
         cmocka_unit_test(pool_runs_steps_on_their_width_with_barriers),
         cmocka_unit_test(pinning_stays_inside_the_allowed_cpus_and_is_undone),
     };

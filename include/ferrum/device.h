@@ -22,6 +22,8 @@ FE_API fe_status fe_isa_from_name(const char *name, fe_isa *out);
 typedef struct fe_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16;
+    bool avxvnni;  /* AVX-VNNI: vpdpbusd on ymm, VEX-encoded (Intel's cores since Alder Lake,
+                      Zen 5), the int8 dot product of AVX2 machines without AVX-512 */
     bool amx_bf16; /* AMX tiles with TDPBF16PS, saved by the OS and granted to this process */
     bool amx_int8; /* ... and with TDPBSSD / TDPBSUD (int8 products, int32 sums) */
 } fe_cpu_features;
@@ -31,20 +33,25 @@ typedef struct fe_device_info {
     fe_cpu_features features; /* what the CPU and OS support */
     fe_isa best_isa;          /* the best kernel ISA the machine runs */
     fe_isa isa;               /* the ISA kernels are chosen for (<= best_isa) */
+    bool avxvnni;             /* the avx2 kernels dot int8 by AVX-VNNI: isa is avx2, the CPU
+                                 has it and nothing withheld it (no_avxvnni) */
     int n_cores;              /* online CPUs */
     int n_workers;            /* workers in the pool */
     size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 unknown */
 } fe_device_info;
 
-/* Left at their defaults, n_workers and max_isa come from the environment where it says:
- * FERRUM_WORKERS=N (1..the CPUs this process may use) and FERRUM_ISA=scalar|avx2|avx512 (at
- * most what the CPU has). fe_device_create refuses a value there that is not one, a worker
+/* Left at their defaults, n_workers, max_isa and no_avxvnni come from the environment where it
+ * says: FERRUM_WORKERS=N (1..the CPUs this process may use) and
+ * FERRUM_ISA=scalar|avx2|avxvnni|avx512 (at most what the CPU has; avx2 is the AVX2 set alone,
+ * as an AVX2-only Zen 3 runs it, avxvnni the avx2 kernels with AVX-VNNI's int8 dot products). fe_device_create refuses a value there that is not one, a worker
  * count past the allowed CPUs and an ISA the CPU lacks, naming the variable; it never ignores
  * one. A count given here is the caller's: it may pass the CPUs (tests of odd splits do; the
  * pool then spins less and runs slowly); the CLI refuses that from -t. */
 typedef struct fe_device_options {
     int n_workers;   /* 0: FERRUM_WORKERS, else one per CPU this process may use */
     int max_isa;     /* -1: FERRUM_ISA, else the best the machine has; a cap otherwise */
+    bool no_avxvnni; /* the avx2 kernels without AVX-VNNI where the CPU has it (as
+                        FERRUM_ISA=avx2 asks; false: used wherever the CPU has it) */
     bool pin;        /* pin each pool thread to one CPU */
 } fe_device_options;
 

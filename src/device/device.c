@@ -82,7 +82,9 @@ static void read_features(fe_cpu_features *f, char *name, size_t name_len) {
         const bool bf16_tiles = d & (1u << 22), int8_tiles = d & (1u << 25);
         const bool tiles = (d & (1u << 24)) && (xcr0 & 0x60000) == 0x60000 && f->avx512f &&
                            (bf16_tiles || int8_tiles) && request_amx();
-        if (os_zmm && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = a & (1u << 5);
+        const bool sub1 = __get_cpuid_count(7, 1, &a, &b, &c, &d); /* leaf 7.1's EAX */
+        f->avxvnni = sub1 && f->avx2 && (a & (1u << 4));
+        f->avx512bf16 = sub1 && os_zmm && (a & (1u << 5));
         f->amx_bf16 = tiles && bf16_tiles && f->avx512bf16;
         f->amx_int8 = tiles && int8_tiles;
     }
@@ -153,7 +155,8 @@ fe_device_options fe_device_options_default(void) {
  * that is not one is an error, never ignored; so is a pool past the CPUs this process may
  * use (a spinning barrier over more threads than CPUs crawls: 1000 workers on 2 CPUs gave
  * no token in 120 s) and an ISA the CPU lacks (asked for by name, it is not quietly capped). */
-static fe_status apply_env(fe_device_options *o, fe_isa best, fe_error *err) {
+static fe_status apply_env(fe_device_options *o, fe_isa best, bool has_avxvnni,
+                           fe_error *err) {
     const char *w = getenv("FERRUM_WORKERS"), *isa = getenv("FERRUM_ISA");
     int cpus = fe_device_cpus_allowed();
     if (o->n_workers == 0 && w && *w) {
@@ -172,16 +175,23 @@ static fe_status apply_env(fe_device_options *o, fe_isa best, fe_error *err) {
         o->n_workers = (int)n;
     }
     if (o->max_isa == -1 && isa && *isa) {
-        fe_isa cap;
-        if (fe_isa_from_name(isa, &cap) != FE_OK)
+        /* avxvnni: the avx2 kernels with AVX-VNNI; avx2: the AVX2 set alone */
+        const bool vnni = strcmp(isa, "avxvnni") == 0;
+        fe_isa cap = FE_ISA_AVX2;
+        if (!vnni && fe_isa_from_name(isa, &cap) != FE_OK)
             return fe_error_set(err, FE_E_INVALID, "FERRUM_ISA=%s is not a kernel ISA; "
-                                "give scalar, avx2 or avx512 (at most %s here), or unset it for "
-                                "the best this CPU has", isa, fe_isa_name(best));
+                                "give scalar, avx2, avxvnni or avx512 (at most %s here), or unset "
+                                "it for the best this CPU has", isa, fe_isa_name(best));
         if (cap > best)
             return fe_error_set(err, FE_E_UNSUPPORTED, "FERRUM_ISA=%s, but this CPU runs "
                                 "at most %s kernels; give FERRUM_ISA=%s or lower, or unset it",
                                 isa, fe_isa_name(best), fe_isa_name(best));
+        if (vnni && !has_avxvnni)
+            return fe_error_set(err, FE_E_UNSUPPORTED, "FERRUM_ISA=avxvnni, but this CPU has no "
+                                "AVX-VNNI (cpuid leaf 7.1 EAX bit 4); give FERRUM_ISA=%s or lower, "
+                                "or unset it", fe_isa_name(best));
         o->max_isa = (int)cap;
+        if (cap == FE_ISA_AVX2 && !vnni) o->no_avxvnni = true;
     }
     if (o->n_workers == 0) o->n_workers = cpus;
     return FE_OK;
@@ -201,7 +211,7 @@ fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_er
     fe_cpu_features features;
     char cpu_name[sizeof ((fe_device_info *)0)->cpu_name];
     read_features(&features, cpu_name, sizeof cpu_name);
-    fe_status st = apply_env(&o, best_isa_of(&features), err);
+    fe_status st = apply_env(&o, best_isa_of(&features), features.avxvnni, err);
     if (st != FE_OK) return st;
     fe_device *dev = fe_calloc(1, sizeof *dev);
     if (!dev) return fe_error_set(err, FE_E_NOMEM, "device: out of memory");
@@ -210,6 +220,7 @@ fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_er
     memcpy(in->cpu_name, cpu_name, sizeof in->cpu_name);
     in->best_isa = best_isa_of(&in->features);
     in->isa = o.max_isa >= 0 && o.max_isa < (int)in->best_isa ? (fe_isa)o.max_isa : in->best_isa;
+    in->avxvnni = in->isa == FE_ISA_AVX2 && in->features.avxvnni && !o.no_avxvnni;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     in->n_cores = ncpu > 0 ? (int)ncpu : 1;
     in->n_workers = o.n_workers;
@@ -243,11 +254,13 @@ void fe_device_describe(const fe_device *dev, char *buf, size_t n) {
     const fe_device_info *i = &dev->info;
     const fe_cpu_features *f = &i->features;
     snprintf(buf, n,
-             "%s, %d cores, %d workers, kernels %s (best %s; avx512f=%d bw=%d vl=%d vnni=%d "
-             "bf16=%d amx_bf16=%d amx_int8=%d avx2=%d fma=%d f16c=%d), L1d %zu KiB, L2 %zu KiB, L3 %zu KiB",
+             "%s, %d cores, %d workers, kernels %s%s (best %s; avx512f=%d bw=%d vl=%d vnni=%d "
+             "bf16=%d amx_bf16=%d amx_int8=%d avx2=%d avxvnni=%d fma=%d f16c=%d), L1d %zu KiB, "
+             "L2 %zu KiB, L3 %zu KiB",
              i->cpu_name, i->n_cores, i->n_workers, fe_isa_name(i->isa),
-             fe_isa_name(i->best_isa), f->avx512f, f->avx512bw, f->avx512vl, f->avx512vnni,
-             f->avx512bf16, f->amx_bf16, f->amx_int8, f->avx2, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
+             i->avxvnni ? "+avxvnni" : "", fe_isa_name(i->best_isa), f->avx512f, f->avx512bw,
+             f->avx512vl, f->avx512vnni, f->avx512bf16, f->amx_bf16, f->amx_int8, f->avx2,
+             f->avxvnni, f->fma, f->f16c, i->l1d_bytes / 1024, i->l2_bytes / 1024,
              i->l3_bytes / 1024);
 }
 

@@ -41,6 +41,7 @@ void fe_tune_device_id(const fe_device *dev, char out[17]) {
         fe_hasher_i64(&h, (int64_t)in->l1d_bytes);
         fe_hasher_i64(&h, (int64_t)in->l2_bytes);
         fe_hasher_i64(&h, (int64_t)in->l3_bytes);
+        if (in->avxvnni) fe_hasher_str(&h, "avxvnni"); /* (ids without it as they were) */
         key = fe_hasher_done(&h);
     }
     snprintf(out, 17, "%016" PRIx64, key);

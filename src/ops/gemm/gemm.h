@@ -111,6 +111,12 @@ enum { GM_V_ROWS, GM_V_K };                           /* per-call values */
 #define GM_MR_I8_AVX2 4
 #define GM_NR_I8_AVX2 8
 #endif
+/* AVX2 with AVX-VNNI (int8_dot = 1): 6 x 8, 6 int32 and 6 f32 accumulators, the B vector and
+ * the broadcast (no |B|, no ones: 14 ymm); 6 and 8 rows ran bench_gemm's i8_512 cases 8-30 %
+ * faster than 4 on a Xeon with AMX (FERRUM_ISA=avxvnni), 6 the most often */
+#ifndef GM_MR_I8_AVX2_VNNI
+#define GM_MR_I8_AVX2_VNNI 6
+#endif
 /* 4-byte words per column of a packed int8 B panel per 32-block: 8 k-quads, d and m */
 #define GM_I8_BLOCK_WORDS 10
 /* int8_dot = 2 (pairs16.inc: q8_0 on AVX2 by int16 k-pairs and vpmaddwd): 4 rows x 16

@@ -51,7 +51,8 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     p->rows = avx512_dot && d->tunables[GM_DOT] == GM_DOT_ROWS;
     p->amx = avx512_dot && d->tunables[GM_DOT] == GM_DOT_AMX;
     p->i8 = d->params[GM_P_INT8] != 0;
-    p->vnni = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_VNNI;
+    p->vnni = p->i8 && (d->isa == FE_ISA_AVX512 || d->isa == FE_ISA_AVX2) &&
+              d->tunables[GM_DOT8] == GM_DOT8_VNNI;
     p->amx8 = p->i8 && d->isa == FE_ISA_AVX512 && d->tunables[GM_DOT8] == GM_DOT8_AMX &&
               gm_amx8_serves(d->dtypes[GM_B]);
     const fe_dtype bdt = d->dtypes[GM_B];
@@ -65,7 +66,8 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     else if (p->amx8) p->mr = GM_MR_AMX, p->nr = GM_NR_AMX;
     else if (p->i8 && d->isa == FE_ISA_AVX512) p->mr = GM_MR_I8_AVX512, p->nr = GM_NR_I8_AVX512;
     else if (p->w16) p->mr = GM_MR_W16_AVX2, p->nr = GM_NR_W16_AVX2;
-    else if (p->i8 && d->isa == FE_ISA_AVX2) p->mr = GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
+    else if (p->i8 && d->isa == FE_ISA_AVX2)
+        p->mr = p->vnni ? GM_MR_I8_AVX2_VNNI : GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
     else gm_tile(d->isa, &p->mr, &p->nr);
     int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
     /* blocks never larger than the (rounded-up) extents: a small GEMM takes a small
