@@ -20,7 +20,7 @@
  * An act_int8 case runs again with every other int8_dot design that can run here (3: AMX-INT8
  * tiles, judged against the same vpdpbusd peak, so past 100 % where the tiles pass it).
  * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
- * AVX512-VNNI, else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
+ * AVX512-VNNI or, for the avx2 kernels, AVX-VNNI; else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
  * its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak. A q8_0
  * case without VNNI multiplies int8 by int8, which that path does by sign transfer (one
  * vpsignb more a product): it is judged against the int8 x int8 peak of those four
@@ -411,7 +411,8 @@ int main(int argc, char **argv) {
     if (i8_lanes)
         printf("int8 peak: %d workers x %s: best %.1f G int8 ops/s (2 per multiply-add; %.1f "
                "per worker), median %.1f, %.2f x the FMA peak\n", info->n_workers,
-               vnni ? "16 chains of vpdpbusd (16 lanes x 4 products)"
+               vnni && i8_lanes == 16 ? "16 chains of vpdpbusd (16 lanes x 4 products)"
+               : vnni ? "16 chains of AVX-VNNI vpdpbusd (8 lanes x 4 products)"
                     : "12 chains of vpmaddubsw + vpmaddwd + vpaddd (8 lanes x 4 products)",
                i8_peak, i8_peak / info->n_workers, i8_med, peak > 0 ? i8_peak / peak : 0);
     if (i8s_peak > 0)

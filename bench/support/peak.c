@@ -131,6 +131,27 @@ __attribute__((target("avx512f,avx512vnni"))) static void peak_vnni(void *ctx, i
 #undef SUM
 }
 
+/* 16 chains of AVX-VNNI's vpdpbusd on ymm: 8 lanes x 4 products (the avx2 kernels' int8
+ * dot product where the device has avxvnni) */
+__attribute__((target("avx2,avxvnni"))) static void peak_avxvnni(void *ctx, int ith, int nth) {
+    (void)nth;
+    peak_ctx *c = ctx;
+    const __m256i u = _mm256_set1_epi8(3), x = _mm256_set1_epi8(-2);
+#define DECL(i) __m256i a##i = _mm256_set1_epi32(i);
+#define STEP(i) a##i = _mm256_dpbusd_avx_epi32(a##i, u, x);
+#define SUM(i) t = _mm256_add_epi32(t, a##i);
+    CHAINS(DECL)
+    for (long r = 0; r < c->iters; r++) { CHAINS(STEP) }
+    __m256i t = _mm256_setzero_si256();
+    CHAINS(SUM)
+    int32_t lanes[8];
+    _mm256_storeu_si256((__m256i *)lanes, t);
+    c->sink[ith % 64] = (float)(lanes[0] + lanes[7]);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
 /* 12 chains of vpmaddubsw, vpmaddwd by ones, vpaddd: 8 lanes x 4 products. Each chain's u8
  * operand is its own vector loaded from memory behind a pointer the compiler cannot follow
  * (as act_int8's B panels are loaded): with two constant operands it hoisted the products
@@ -243,12 +264,13 @@ void fe_amx_peak(fe_device *dev, int repeats, double *best, double *median) {
 void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,
                   bool *vnni) {
     const fe_device_info *info = fe_device_get_info(dev);
-    *vnni = info->isa >= FE_ISA_AVX512 && info->features.avx512vnni;
-    *lanes = *vnni ? 16 : info->isa >= FE_ISA_AVX2 && info->features.avx2 ? 8 : 0;
+    const bool zmm = info->isa >= FE_ISA_AVX512 && info->features.avx512vnni;
+    *vnni = zmm || info->avxvnni;
+    *lanes = zmm ? 16 : info->isa >= FE_ISA_AVX2 && info->features.avx2 ? 8 : 0;
     *best = *median = 0;
     if (!*lanes) return;
-    measure(dev, *vnni ? peak_vnni : peak_maddubs, 2.0 * *lanes * 4.0 * (*vnni ? 16.0 : 12.0),
-            repeats, best, median);
+    measure(dev, zmm ? peak_vnni : *vnni ? peak_avxvnni : peak_maddubs,
+            2.0 * *lanes * 4.0 * (*vnni ? 16.0 : 12.0), repeats, best, median);
 }
 
 void fe_int8_sign_peak(fe_device *dev, int repeats, double *best, double *median) {

@@ -20,7 +20,8 @@ void fe_amx_peak(fe_device *dev, int repeats, double *best, double *median);
 
 /* Giga int8 operations a second (2 per multiply-add, as GFLOP/s counts), best and median of
  * `repeats`: 16 chains of AVX512-VNNI vpdpbusd (16 lanes x 4 u8 x s8 products; *lanes 16)
- * where the device has it, else 12 chains of AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
+ * where the device has it, 16 chains of AVX-VNNI's on ymm (*lanes 8) where the avx2 kernels
+ * use it (fe_device_info.avxvnni), else 12 chains of AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
  * products in 8 int32 lanes; *lanes 8), what act_int8's 16-bit path runs per product;
  * *vnni says which. */
 void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,

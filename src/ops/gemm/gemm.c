@@ -80,7 +80,7 @@ static const fe_tunable_decl tunables[] = {
                               .n_choices = 4},
                  0, true,
                  "act_int8 integer sums: 1 = vpdpbusd, AVX512-VNNI's on the avx512 kernels, "
-                 "AVX-VNNI's on the avx2 kernels (not q4_k, q6_k) (resolve sets it where the "
+                 "AVX-VNNI's on the avx2 kernels (resolve sets it where the "
                  "device has either); 2 = q8_0 B widened to int16 k-pairs while packing, "
                  "times A's int16 pairs by vpmaddwd (AVX2 only; resolve sets it there for "
                  "q8_0); 3 = AMX-INT8 tiles, TDPBSSD / TDPBSUD per 32-block into 32 x 32 "
@@ -252,11 +252,9 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[GM_DOT] = true;
     }
     const bool i8 = c->params[GM_P_INT8] != 0;
-    /* vpdpbusd: AVX512-VNNI's on zmm; AVX-VNNI's on ymm for the avx2 kernels of int8.inc
-     * (kquant.inc's q4_k and q6_k have no AVX-VNNI kernel) */
+    /* vpdpbusd: AVX512-VNNI's on zmm; AVX-VNNI's on ymm for the avx2 kernels */
     const bool vnni = i8 && ((c->dev->isa >= FE_ISA_AVX512 && c->dev->features.avx512vnni) ||
-                             (c->dev->isa == FE_ISA_AVX2 && c->dev->avxvnni &&
-                              gm_kq_nsub(c->operands[GM_B].dtype) == 0));
+                             (c->dev->isa == FE_ISA_AVX2 && c->dev->avxvnni));
     const bool pairs16 = i8 && c->dev->isa == FE_ISA_AVX2 &&
                          c->operands[GM_B].dtype == FE_DTYPE_Q8_0;
     const bool amx8 = i8 && c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_int8 &&
