@@ -9,7 +9,10 @@
 # The peers are not part of ferrum: build their llama-bench yourself (docs/performance.md says
 # how) and name them; a peer not given is left out. LLAMA_BENCH_AVX2 and IK_LLAMA_BENCH_AVX2 name
 # the peers' AVX2-only builds (-DGGML_NATIVE=OFF -DGGML_AVX2=ON ... -DGGML_AVX512=OFF), which
-# pair with ferrum's avx2 row on an AVX-512 machine; ratios are printed for every pair present.
+# pair with ferrum's avx2 row on an AVX-512 machine; LLAMA_BENCH_AVXVNNI and
+# IK_LLAMA_BENCH_AVXVNNI their builds with -DGGML_AVXVNNI=ON as well, which pair with ferrum's
+# avxvnni row (FERRUM_ISA=avxvnni, run where the CPU has avx_vnni); ratios are printed for
+# every pair present.
 # Both sides are timed warm: llama-bench runs each test once untimed first, and ferrum generate
 # sends one token through the model before the prompt (its default warm-up), so neither prompt
 # pays for the first touch of the mapped weights.
@@ -19,6 +22,9 @@
 # llama.cpp's `-d N`, ik_llama.cpp's `-gp N,64`, ferrum's prompt of N tokens. The peers keep
 # K and V in f16 by default, as ferrum does (its --cache-type default). FERRUM_ARGS adds
 # generate options to every ferrum run, e.g. "--cache-type f32" for the exact cache.
+# LLAMA_BENCH_ARGS adds llama-bench options to llama.cpp's native run, e.g. "--repack 0" where
+# its AMX path fails (llama-cpp-python 0.3.36's tree on a Xeon with AMX: a segfault in
+# tinygemm_kernel_amx for q8_0).
 #
 #   LLAMA_BENCH=/path/llama-bench IK_LLAMA_BENCH=/path/llama-bench \
 #   [LLAMA_BENCH_AVX2=/path/llama-bench IK_LLAMA_BENCH_AVX2=/path/llama-bench] [DEPTH=N] \
@@ -38,6 +44,7 @@ trap 'rm -f "$rows" "$tunings"' EXIT
 
 depth=${DEPTH:-0}
 read -r -a extra <<< "${FERRUM_ARGS:-}"
+read -r -a lcpp_extra <<< "${LLAMA_BENCH_ARGS:-}"
 case $depth in ''|*[!0-9]*) echo "peers_llama_bench: DEPTH must be a whole number" >&2; exit 2 ;; esac
 
 # peer NAME BINARY ARGS...: appends "NAME pp TOKS" and "NAME tg TOKS" (llama-bench's avg_ts);
@@ -84,19 +91,25 @@ if p: print(name, "pp", int(p.group(1)) / float(p.group(2)))
 print(name, "tg", d.group(1))' "ferrum-$1" "$pre" "$dec" >> "$rows"
 }
 
-isa=avx2
-grep -qw avx512f /proc/cpuinfo && isa=avx512
+isa=avx2 vnni256=0 has512=0
+grep -qw avx512f /proc/cpuinfo && isa=avx512 has512=1
 grep -qw avx512_bf16 /proc/cpuinfo && isa="avx512 with bf16"
+# AVX-VNNI (Intel's cores since Alder Lake, with or without AVX-512): a third row, the avx2
+# kernels with its int8 dot products (FERRUM_ISA=avxvnni), beside the AVX2 set alone
+grep -qw avx_vnni /proc/cpuinfo && vnni256=1 && isa="$isa, avx_vnni"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $isa;" \
      "load $(cut -d' ' -f1-3 /proc/loadavg) at the start; ferrum's options: ${extra[*]:-none}"
 for r in $(seq "$rounds"); do
   echo "round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-  [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH"
+  [ -n "${LLAMA_BENCH:-}" ] && peer llama.cpp "$LLAMA_BENCH" "${lcpp_extra[@]}"
   [ -n "${IK_LLAMA_BENCH:-}" ] && peer ik_llama.cpp "$IK_LLAMA_BENCH" -fa 1 -rtr 1
   [ -n "${LLAMA_BENCH_AVX2:-}" ] && peer llama.cpp-avx2 "$LLAMA_BENCH_AVX2"
   [ -n "${IK_LLAMA_BENCH_AVX2:-}" ] && peer ik_llama.cpp-avx2 "$IK_LLAMA_BENCH_AVX2" -fa 1 -rtr 1
-  [ "$isa" != avx2 ] && ours avx512   # an AVX2-only CPU has no AVX-512 row
+  [ -n "${LLAMA_BENCH_AVXVNNI:-}" ] && peer llama.cpp-avxvnni "$LLAMA_BENCH_AVXVNNI"
+  [ -n "${IK_LLAMA_BENCH_AVXVNNI:-}" ] && peer ik_llama.cpp-avxvnni "$IK_LLAMA_BENCH_AVXVNNI" -fa 1 -rtr 1
+  [ "$has512" = 1 ] && ours avx512   # an AVX2-only CPU has no AVX-512 row
   ours avx2
+  [ "$vnni256" = 1 ] && ours avxvnni
 done
 python3 - "$rows" "$depth" <<'PY'
 import statistics, sys
@@ -118,9 +131,10 @@ for n in names:
         med[n, k] = statistics.median(v) if v else None
         cells.append("%8.1f (%s)" % (med[n, k], " ".join("%.0f" % x for x in v)) if v else "-")
     print("%-14s %24s %24s" % (n, cells[0], cells[1]))
-for ours in ("ferrum-avx512", "ferrum-avx2"):
+for ours in ("ferrum-avx512", "ferrum-avx2", "ferrum-avxvnni"):
     if (ours, "tg") not in med: continue
-    for peer in ("llama.cpp", "ik_llama.cpp", "llama.cpp-avx2", "ik_llama.cpp-avx2"):
+    for peer in ("llama.cpp", "ik_llama.cpp", "llama.cpp-avx2", "ik_llama.cpp-avx2",
+                 "llama.cpp-avxvnni", "ik_llama.cpp-avxvnni"):
         if depth and med.get((ours, "tg")) and med.get((peer, "tg")):
             print("%s / %s: decode at %d %.2fx" % (ours, peer, depth, med[ours, "tg"] / med[peer, "tg"]))
         elif (peer, "pp") in med and med[peer, "pp"]:
