@@ -352,6 +352,11 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         }
         /* the priced folds (their answers become the profile's fold decisions, from which
          * `ferrum generate` compiles the same graph) */
+        /* the weights' layouts the defaults' graph made (its versions compiled for the
+         * tables), against those after the tuned graph has run: a setting that reads a
+         * weight in a layout the defaults do not (GEMM's b_panels = 1 over q8_0 on AVX2,
+         * whose decode GEMV reads the rows) holds a second copy of it */
+        const size_t laid_defaults = fe_lm_model_layout_bytes(m);
         code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
         if (code != FE_EXIT_OK) goto done;
         treq.graph = fe_lm_session_graph(tuned);
@@ -382,6 +387,13 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
                     "defaults'\n", where);
         else
             fprintf(f, "\nthe tuned graph computes the defaults' bytes at every call\n");
+        const size_t laid_tuned = fe_lm_model_layout_bytes(m);
+        if (laid_tuned > laid_defaults)
+            fprintf(f, "memory: the tuned settings read weights in layouts the defaults do not "
+                    "make: %.1f MiB more beside the weights (%.1f MiB at the defaults), which "
+                    "`ferrum generate` holds under this profile; the tuner prices time, not "
+                    "memory\n", (double)(laid_tuned - laid_defaults) / 1048576.0,
+                    (double)laid_defaults / 1048576.0);
     }
     if (!a->skip_measure) {
         fe_status mst = changed ? fe_tune_measure_calls_paired(dev, &req, &treq, &mo, table,
