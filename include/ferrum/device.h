@@ -43,10 +43,11 @@ typedef struct fe_device_info {
 /* Left at their defaults, n_workers, max_isa and no_avxvnni come from the environment where it
  * says: FERRUM_WORKERS=N (1..the CPUs this process may use) and
  * FERRUM_ISA=scalar|avx2|avxvnni|avx512 (at most what the CPU has; avx2 is the AVX2 set alone,
- * as an AVX2-only Zen 3 runs it, avxvnni the avx2 kernels with AVX-VNNI's int8 dot products). fe_device_create refuses a value there that is not one, a worker
- * count past the allowed CPUs and an ISA the CPU lacks, naming the variable; it never ignores
- * one. A count given here is the caller's: it may pass the CPUs (tests of odd splits do; the
- * pool then spins less and runs slowly); the CLI refuses that from -t. */
+ * as an AVX2-only Zen 3 runs it, avxvnni the avx2 kernels with AVX-VNNI's int8 dot
+ * products). fe_device_create refuses a value there that is not one, a worker count past the
+ * allowed CPUs and an ISA the CPU lacks, naming the variable; it never ignores one. A count
+ * given here is the caller's: it may pass the CPUs (tests of odd splits do; the pool then
+ * spins less and runs slowly); the CLI refuses that from -t. */
 typedef struct fe_device_options {
     int n_workers;   /* 0: FERRUM_WORKERS, else one per CPU this process may use */
     int max_isa;     /* -1: FERRUM_ISA, else the best the machine has; a cap otherwise */
