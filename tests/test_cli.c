@@ -37,6 +37,8 @@ static void version_and_help(void **s) {
     RUN("--version");
     assert_int_equal(res.code, 0);
     assert_non_null(strstr(res.out, FE_VERSION));
+    assert_non_null(strstr(res.out, "device: ")); /* the kernels this machine runs */
+    assert_non_null(strstr(res.out, " kernels "));
     RUN("--help");
     assert_int_equal(res.code, 0);
     assert_non_null(strstr(res.out, "ops"));

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ferrum/core.h"
+#include "ferrum/device.h"
 
 typedef struct command {
     const char *name;
@@ -44,7 +45,21 @@ int fe_cli_main(int argc, char **argv, const fe_cli_io *io) {
         return FE_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
+        /* and the kernels this machine runs (as FERRUM_ISA and FERRUM_WORKERS leave them),
+         * as llama.cpp's system info line gives its build's */
         fprintf(io->out, "ferrum %s\n", FE_VERSION);
+        fe_device_options o = fe_device_options_default();
+        o.pin = false;
+        fe_device *dev = NULL;
+        fe_error err;
+        if (fe_device_create(&o, &dev, &err) != FE_OK) {
+            fprintf(io->err, "ferrum: %s\n", err.message);
+            return FE_EXIT_FAILURE;
+        }
+        char desc[512];
+        fe_device_describe(dev, desc, sizeof desc);
+        fprintf(io->out, "device: %s\n", desc);
+        fe_device_destroy(dev);
         return FE_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
