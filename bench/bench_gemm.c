@@ -20,8 +20,8 @@
  * An act_int8 case runs again with every other int8_dot design that can run here (3: AMX-INT8
  * tiles, judged against the same vpdpbusd peak, so past 100 % where the tiles pass it).
  * An act_int8 case is judged against the int8 peak (vpdpbusd chains where the device has
- * AVX512-VNNI or, for the avx2 kernels, AVX-VNNI; else vpmaddubsw + vpmaddwd + vpaddd), in int8 operations (2 a multiply-add);
- * its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak. A q8_0
+ * AVX512-VNNI or, for the avx2 kernels, AVX-VNNI; else vpmaddubsw + vpmaddwd + vpaddd), in
+ * int8 operations (2 a multiply-add); its %peak column is of that peak, as a bf16_dot case's is of the bf16 dot peak. A q8_0
  * case without VNNI multiplies int8 by int8, which that path does by sign transfer (one
  * vpsignb more a product): it is judged against the int8 x int8 peak of those four
  * operations (fe_int8_sign_peak), and its note gives both percentages.

@@ -340,10 +340,6 @@ static void an_unreliable_figure_is_measured_again_on_recheck(void **s) {
     fe_tune_result_destroy(first);
 }
 
-/* A search given earlier verdicts (tune MODEL's second pass) takes them as they are: a
- * setting known gated out stays so, with its reason, though its gate would pass it now;
- * the rest are gated and priced as before. A GEMM reading B from layouts (q8_0 panels where
- * the ISA has them) prices every candidate with the layouts its settings share. */
 /* A small q8_0 GEMM with layouts (case q8_0/int8_odd, 32 x 48 x 64) as a search's shape,
  * and this device's cost cache */
 static void q8_0_search_shape(fe_tune_shape *shape, fe_cost_cache **cache) {
@@ -355,6 +351,10 @@ static void q8_0_search_shape(fe_tune_shape *shape, fe_cost_cache **cache) {
     assert_int_equal(fe_cost_cache_open(test_dev, NULL, cache, &err), FE_OK);
 }
 
+/* A search given earlier verdicts (tune MODEL's second pass) takes them as they are: a
+ * setting known gated out stays so, with its reason, though its gate would pass it now;
+ * the rest are gated and priced as before. A GEMM reading B from layouts (q8_0 panels where
+ * the ISA has them) prices every candidate with the layouts its settings share. */
 static void a_known_verdict_stands_without_its_gate(void **s) {
     (void)s;
     fe_tune_shape shape;

@@ -350,13 +350,13 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
             code = fail(io, err.message);
             goto done;
         }
-        /* the priced folds (their answers become the profile's fold decisions, from which
-         * `ferrum generate` compiles the same graph) */
         /* the weights' layouts the defaults' graph made (its versions compiled for the
          * tables), against those after the tuned graph has run: a setting that reads a
          * weight in a layout the defaults do not (GEMM's b_panels = 1 over q8_0 on AVX2,
          * whose decode GEMV reads the rows) holds a second copy of it */
         const size_t laid_defaults = fe_lm_model_layout_bytes(m);
+        /* the priced folds (their answers become the profile's fold decisions, from which
+         * `ferrum generate` compiles the same graph) */
         code = session(m, a, chosen, FE_LM_FOLDS_PRICED, fe_fold_pricing_keeps, fp, &tuned, io);
         if (code != FE_EXIT_OK) goto done;
         treq.graph = fe_lm_session_graph(tuned);
