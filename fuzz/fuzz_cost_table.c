@@ -1,6 +1,7 @@
 /* fuzz/fuzz_cost_table.c: libFuzzer target for cost tables (the JSON `ferrum tune MODEL`
- * writes and reads back). A table that parses must narrow without fault (every step names a
- * design, every figure is ordered), survive fe_cost_table_save and fe_cost_table_load with its
+ * writes and reads back). A table that parses must narrow without fault, with copies of
+ * weights allowed or not (every step names a design, every figure is ordered, every layout
+ * and weight names an operand of its op), survive fe_cost_table_save and fe_cost_table_load with its
  * designs and calls, and narrow to the same modelled times after; its choice must become
  * profile entries or be refused as invalid (a shape key the op does not have), never crash. */
 #include <stdint.h>
@@ -17,6 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fe_profile *p = NULL;
     fe_error err;
     if (fe_cost_table_parse((const char *)data, size, "fuzz", &t, &err) != FE_OK) return 0;
+    fe_narrow_kinds copies = fe_narrow_kinds_all();
+    copies.copies = true; /* settings that hold a second copy of a weight allowed */
+    if (fe_narrow(t, copies, &n, &err) != FE_OK) __builtin_trap();
+    fe_narrowing_destroy(n);
     if (fe_narrow(t, fe_narrow_kinds_all(), &n, &err) != FE_OK) __builtin_trap();
     char path[64];
     snprintf(path, sizeof path, "/tmp/fuzz-cost-table-%ld.json", (long)getpid());

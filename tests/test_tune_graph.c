@@ -234,6 +234,93 @@ static void a_table_survives_save_and_load(void **s) {
     fe_cost_table_destroy(back);
 }
 
+/* ---- settings that would hold a second copy of a weight ----
+ * Two GEMV groups read weight 7 (operand 0). The decode group's default reads it in layout
+ * format 2 (4096 bytes); its rows_per_step=4 reads it as it is. The prefill group's default
+ * reads it as it is, twice (two steps); its WIDTH=1 reads it in format 2 (the defaults make
+ * that one: no copy), its rows_per_step=4, the fastest, in format 3 (8192 bytes: a copy, the
+ * two steps' one weight counted once).
+ *   decode:  default 5000, rows_per_step=4 4000                 -> rows_per_step=4
+ *   prefill: default 2 x 10000, WIDTH=1 2 x 8000, rows_per_step=4 2 x 6000
+ *            memory-neutral -> WIDTH=1 (rows_per_step=4 held out: 10 us over the steps less
+ *            the dispatch, 8192 bytes); with copies -> rows_per_step=4 */
+#define LAID_OPT(set, tun, fig, layouts) \
+    "{\"setting\": \"" set "\", \"verdict\": \"candidate\", \"reason\": \"\", \"tunables\": " tun \
+    ", \"cost\": " fig ", \"layouts\": " layouts "}"
+static const char with_layouts[] =
+    "{\"format\": \"ferrum cost table\", \"version\": 1, \"name\": \"copies\", "
+    "\"device\": \"0123456789abcdef\", \"packaging\": \"fused\", "
+    "\"dispatch\": " FIG(1000, 900, 1100, true) ", \"barrier\": " FIG(200, 190, 210, true) ", "
+    "\"designs\": ["
+    "{\"key\": \"00000000000000e0\", \"op\": \"GEMV\", \"shape\": \"decode\", "
+    "\"when\": {\"rows\": 1}, \"options\": ["
+    LAID_OPT("default", "{\"rows_per_step\": 2}", FIG(5000, 4990, 5010, true), "[[0, 2, 4096]]") ", "
+    LAID_OPT("rows_per_step=4", "{\"rows_per_step\": 4}", FIG(4000, 3990, 4010, true), "[]")
+    "]}, "
+    "{\"key\": \"00000000000000e1\", \"op\": \"GEMV\", \"shape\": \"prefill\", "
+    "\"when\": {\"rows\": 8}, \"options\": ["
+    LAID_OPT("default", "{\"WIDTH\": 2, \"rows_per_step\": 2}", FIG(10000, 9990, 10010, true), "[]") ", "
+    LAID_OPT("WIDTH=1", "{\"WIDTH\": 1, \"rows_per_step\": 2}", FIG(8000, 7990, 8010, true),
+             "[[0, 2, 4096]]") ", "
+    LAID_OPT("rows_per_step=4", "{\"WIDTH\": 2, \"rows_per_step\": 4}", FIG(6000, 5990, 6010, true),
+             "[[0, 3, 8192]]") "]}], "
+    "\"calls\": [{\"name\": \"decode step\", \"each_step\": false, \"measured\": null, "
+    "\"steps\": [{\"label\": \"GEMV#0\", \"design\": 0, \"weights\": [[0, 7]]}]}, "
+    "{\"name\": \"prefill chunk\", \"each_step\": false, \"measured\": null, "
+    "\"steps\": [{\"label\": \"GEMV#0\", \"design\": 1, \"weights\": [[0, 7]]}, "
+    "{\"label\": \"GEMV#1\", \"design\": 1, \"weights\": [[0, 7]]}]}]}";
+
+static void narrowing_holds_out_a_setting_that_would_copy_a_weight(void **s) {
+    (void)s;
+    fe_cost_table *t = NULL, *back = NULL;
+    fe_narrowing *n = NULL;
+    fe_error err;
+    if (fe_cost_table_parse(with_layouts, sizeof with_layouts - 1, "copies", &t, &err) != FE_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(fe_narrow(t, fe_narrow_kinds_all(), &n, &err), FE_OK);
+    assert_int_equal(fe_narrowing_groups(n), 2);
+    assert_string_equal(fe_narrowing_choice(n, 0), "rows_per_step=4"); /* drops a layout */
+    assert_string_equal(fe_narrowing_choice(n, 1), "WIDTH=1");         /* the defaults' one */
+    assert_float_equal(fe_narrowing_copy_bytes(n, 1), 0, 0);
+    double ns = 0, bytes = 0;
+    assert_null(fe_narrowing_held_out(n, 0, &ns, &bytes));
+    const char *held = fe_narrowing_held_out(n, 1, &ns, &bytes);
+    assert_non_null(held);
+    assert_string_equal(held, "rows_per_step=4");
+    assert_float_equal(ns, 2 * (6000 - 1000), 1e-6);
+    assert_float_equal(bytes, 8192, 0); /* the two steps' one weight: one copy */
+    /* prefill modelled at WIDTH=1: 1000 + 200 + 2 x 7000 */
+    assert_float_equal(fe_narrowing_predicted_ns(n, 1), 15200, 1e-6);
+    fe_narrowing_destroy(n);
+    /* asked to allow copies: the fastest, its copy said */
+    fe_narrow_kinds k = fe_narrow_kinds_all();
+    k.copies = true;
+    assert_int_equal(fe_narrow(t, k, &n, &err), FE_OK);
+    assert_string_equal(fe_narrowing_choice(n, 1), "rows_per_step=4");
+    assert_float_equal(fe_narrowing_copy_bytes(n, 1), 8192, 0);
+    assert_null(fe_narrowing_held_out(n, 1, NULL, NULL));
+    fe_narrowing_destroy(n);
+    /* the layouts and the steps' weights survive the file */
+    char path[128];
+    snprintf(path, sizeof path, "%s/tables/x/copies.fused.json", cache_root);
+    assert_int_equal(fe_cost_table_save(t, path, &err), FE_OK);
+    assert_int_equal(fe_cost_table_load(path, &back, &err), FE_OK);
+    assert_true(back->designs[1].options[2].layouts_known);
+    assert_int_equal(back->designs[1].options[2].layout_format[0], 3);
+    assert_float_equal(back->designs[1].options[2].layout_bytes[0], 8192, 0);
+    assert_int_equal(back->calls[1].steps[1].weight[0], 7);
+    assert_int_equal(fe_narrow(back, fe_narrow_kinds_all(), &n, &err), FE_OK);
+    assert_string_equal(fe_narrowing_choice(n, 1), "WIDTH=1");
+    fe_narrowing_destroy(n);
+    fe_cost_table_destroy(back);
+    fe_cost_table_destroy(t);
+    /* a table written before layouts were kept: unknown (a graph tuner searches such a
+     * design again rather than reuse it) */
+    t = parse_synthetic();
+    assert_false(t->designs[0].options[0].layouts_known);
+    fe_cost_table_destroy(t);
+}
+
 /* Figures at one read level. In the synthetic table, design d0's default (10000 ns) gets
  * read level 20 GB/s and 100000 bytes (10 GB/s: half the gauge's rate, so all of it bound by
  * memory), d1's default (20000 ns) level 20 and 20000 bytes (1 GB/s: a tenth of it), the
@@ -333,6 +420,15 @@ static void bad_cost_tables_are_refused_naming_the_field_and_the_fix(void **s) {
         {"\"packaging\": \"fused\"", "\"packaging\": \"fused\", \"read_gbps\": [1]",
          "read_gbps"},
         {", \"cost\": {", ", \"bytes\": -64, \"cost\": {", "bytes"},
+        {", \"cost\": {", ", \"layouts\": {}, \"cost\": {", "layouts"},
+        {", \"cost\": {", ", \"layouts\": [[9, 2, 64]], \"cost\": {", "layouts"},
+        {", \"cost\": {", ", \"layouts\": [[0, 2, 0]], \"cost\": {", "layouts"},
+        {", \"cost\": {", ", \"layouts\": [[0, -2, 64]], \"cost\": {", "layouts"},
+        {", \"cost\": {", ", \"layouts\": [[0, 2, 64], [0, 3, 64]], \"cost\": {", "layouts"},
+        {", \"cost\": {", ", \"layouts\": [[0, 2]], \"cost\": {", "layouts"},
+        {"\"design\": 3}", "\"design\": 3, \"weights\": [[0, 0]]}", "weights"},
+        {"\"design\": 3}", "\"design\": 3, \"weights\": [[7, 1]]}", "weights"},
+        {"\"design\": 3}", "\"design\": 3, \"weights\": 5}", "weights"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *text = edited(bad[i].from, bad[i].to);
@@ -524,6 +620,15 @@ static void a_graph_table_prices_each_distinct_design_once_at_its_points(void **
     assert_int_equal(t->calls[0].steps[2].design, 1);
     assert_false(t->calls[0].each_step);
     assert_string_equal(t->designs[0].op, "RMSNorm");
+    /* every step reads the one weight w (operand 1) and the input x (0, no weight); the
+     * norm reads them as they are, in no layout */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(t->calls[0].steps[i].weight[0], 0);
+        assert_true(t->calls[0].steps[i].weight[1] != 0);
+        assert_true(t->calls[0].steps[i].weight[1] == t->calls[0].steps[0].weight[1]);
+    }
+    assert_true(t->designs[0].options[0].layouts_known);
+    assert_int_equal(t->designs[0].options[0].layout_format[1], 0);
     assert_string_equal(t->designs[0].options[0].setting, "default");
     assert_true(t->designs[0].n_options >= 2); /* WIDTH=1 at least, on two workers */
     assert_true(t->designs[0].options[0].cost.median_ns > 0);
@@ -708,9 +813,10 @@ static void cli_tune_model_prints_modelled_beside_measured_and_writes_the_table(
     assert_int_equal(fe_profile_count(p), atoi(wrote + strlen("wrote ")));
     assert_true(fe_profile_folds(p) > 0); /* the fold decisions, one per site key */
     fe_profile_destroy(p);
-    /* warm: every design from the last table, each call's figure from the cost cache */
+    /* warm: every design from the last table, each call's figure from the cost cache (with
+     * copies of weights allowed: the same table, narrowed under another rule) */
     CLI_RUN_INTO(code, out, errs, "tune", model_dir, "--context", "32", "--chunk", "8",
-                 "--budget-ms", "1");
+                 "--budget-ms", "1", "--allow-copies");
     if (code != 0) fail_msg("exit %d: %s", code, errs);
     int designs = 0, reused = 0;
     at = strstr(out, "cost table: ");
@@ -734,6 +840,7 @@ static void cli_tune_model_refuses_bad_options_naming_the_fix(void **s) {
     CLI_RUN_INTO(code, out, errs, "tune", model_dir, "--help");
     assert_int_equal(code, 0);
     assert_non_null(strstr(out, "ferrum tune [options] MODEL"));
+    assert_non_null(strstr(out, "--allow-copies"));
     /* a preset's name alone is a model too: its help, and the hint to draw its weights */
     CLI_RUN_INTO(code, out, errs, "tune", "smollm2-135m", "--help");
     assert_int_equal(code, 0);
@@ -750,6 +857,7 @@ int main(void) {
         cmocka_unit_test(each_step_calls_are_modelled_as_a_dispatch_per_step),
         cmocka_unit_test(the_choice_written_as_a_profile_reaches_the_kernel),
         cmocka_unit_test(a_table_survives_save_and_load),
+        cmocka_unit_test(narrowing_holds_out_a_setting_that_would_copy_a_weight),
         cmocka_unit_test(figures_at_one_read_level_move_by_their_share_bound_by_memory),
         cmocka_unit_test(bad_cost_tables_are_refused_naming_the_field_and_the_fix),
         cmocka_unit_test(the_second_pass_pairs_the_fastest_where_short_unreliable_or_far_ahead),

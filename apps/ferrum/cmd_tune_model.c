@@ -40,7 +40,7 @@ static const char synopsis[] =
 typedef struct tune_model_args {
     model_args model;
     const char *packaging;
-    bool remeasure, write_profile, skip_measure;
+    bool remeasure, write_profile, skip_measure, allow_copies;
     const char *profile_out;
     int64_t context, chunk, cache_type;
     double budget;
@@ -273,7 +273,9 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         goto done;
     }
     double t_tune = fe_time_ns() * 1e-9 - t0;
-    if (fe_narrow(table, fe_narrow_kinds_all(), &n, &err) != FE_OK) {
+    fe_narrow_kinds kinds = fe_narrow_kinds_all();
+    kinds.copies = a->allow_copies;
+    if (fe_narrow(table, kinds, &n, &err) != FE_OK) {
         code = fail(io, err.message);
         goto done;
     }
@@ -311,14 +313,16 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     fprintf(f, "\nablations (modelled call time, each decision held at its default; the "
             "first four with every fold):\n");
     static const struct { const char *what; fe_narrow_kinds k; } abl[] = {
-        {"all decisions", {true, true, true}},
-        {"widths held", {false, true, true}},
-        {"designs held", {true, false, true}},
-        {"all held", {false, false, true}},
+        {"all decisions", {true, true, true, false}},
+        {"widths held", {false, true, true, false}},
+        {"designs held", {true, false, true, false}},
+        {"all held", {false, false, true, false}},
     };
     for (size_t i = 0; i < sizeof abl / sizeof abl[0]; i++) {
         fe_narrowing *x = NULL;
-        if (fe_narrow(table, abl[i].k, &x, &err) != FE_OK) {
+        fe_narrow_kinds k = abl[i].k;
+        k.copies = a->allow_copies;
+        if (fe_narrow(table, k, &x, &err) != FE_OK) {
             code = fail(io, err.message);
             goto done;
         }
@@ -391,9 +395,10 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
         if (laid_tuned > laid_defaults)
             fprintf(f, "memory: the tuned settings read weights in layouts the defaults do not "
                     "make: %.1f MiB more beside the weights (%.1f MiB at the defaults), which "
-                    "`ferrum generate` holds under this profile; the tuner prices time, not "
-                    "memory\n", (double)(laid_tuned - laid_defaults) / 1048576.0,
-                    (double)laid_defaults / 1048576.0);
+                    "`ferrum generate` holds under this profile%s\n",
+                    (double)(laid_tuned - laid_defaults) / 1048576.0,
+                    (double)laid_defaults / 1048576.0,
+                    a->allow_copies ? " (--allow-copies)" : "");
     }
     if (!a->skip_measure) {
         fe_status mst = changed ? fe_tune_measure_calls_paired(dev, &req, &treq, &mo, table,
@@ -500,6 +505,10 @@ int fe_cmd_tune_model(int argc, char **argv, const fe_cli_io *io) {
         cache_type_option(&a.cache_type),
         {"budget-ms", 0, ARG_FLOAT, "MS", "time one figure may take before its repeats stop",
          "300", .flo = 1, .fhi = 60000, .f = &a.budget},
+        {"allow-copies", 0, ARG_FLAG, NULL, "let narrowing choose settings that read a "
+         "weight in a layout the defaults do not make (a second copy of it in memory, said "
+         "with its size); without it the tuned graph holds the defaults' layouts and such a "
+         "setting is shown held out", NULL, .flag = &a.allow_copies},
         {"no-measure", 0, ARG_FLAG, NULL, "print the modelled call times only (the calls are "
          "not run)", NULL, .flag = &a.skip_measure},
         {"write-profile", 0, ARG_FLAG_VALUE, "FILE", "write the choice as profile entries "

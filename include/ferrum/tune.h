@@ -387,8 +387,14 @@ typedef struct fe_narrow_kinds {
     bool widths;  /* WIDTH */
     bool designs; /* every other design tunable */
     bool folds;   /* folds (the table records none yet) */
+    /* settings that read a weight in a layout the defaults' graph does not make: a second
+     * copy of it beside the weights (GEMM's b_panels = 1 over q8_0 on AVX2, whose decode
+     * GEMV reads the rows: 884 MiB more for the Llama 3.2 1B shape). Off unless asked
+     * (`ferrum tune MODEL --allow-copies`): narrowing is memory-neutral by default */
+    bool copies;
 } fe_narrow_kinds;
 
+/* Every decision on, copies off. */
 FE_API fe_narrow_kinds fe_narrow_kinds_all(void);
 
 typedef struct fe_narrowing fe_narrowing;
@@ -408,6 +414,14 @@ FE_API double fe_narrowing_default_ns(const fe_narrowing *n, int call);
 /* Groups, and the chosen setting of group g ("default", "WIDTH=1", ...; borrowed). */
 FE_API int fe_narrowing_groups(const fe_narrowing *n);
 FE_API const char *fe_narrowing_choice(const fe_narrowing *n, int g);
+/* The memory group g's chosen setting adds beside the weights (layouts the defaults do not
+ * make; 0 unless kinds.copies), bytes. */
+FE_API double fe_narrowing_copy_bytes(const fe_narrowing *n, int g);
+/* The setting of group g that modelled faster than its choice but was held out for a second
+ * copy of a weight (kinds.copies off), with its time over the group's steps (ns) and the
+ * bytes it would add; NULL when none. */
+FE_API const char *fe_narrowing_held_out(const fe_narrowing *n, int g, double *ns,
+                                         double *bytes);
 /* Groups decided on reliable figures: another setting won, or the default's figures are
  * reliable and some other setting could compete with it. */
 FE_API int fe_narrowing_decided(const fe_narrowing *n);

@@ -52,6 +52,9 @@ fe_status fe_graph_step_info(const fe_graph *g, int v, int s, const fe_word *wor
         const fe_view *view = fe_trace_view(&ver->tr, (fe_h){st->operand[i]});
         fe_tensor *t = &out->operands[i];
         out->weight[i] = fe_view_is_fixed_weight(view); /* as layouts.c lays out */
+        out->weight_id[i] = out->weight[i]
+                                ? (uint64_t)(view->buf + 1) << 40 | (uint64_t)view->offset
+                                : 0;
         *t = (fe_tensor){.dtype = view->dtype, .rank = view->rank};
         memcpy(t->shape, view->shape, sizeof t->shape);
         memcpy(t->stride, view->stride, sizeof t->stride);

@@ -16,6 +16,9 @@ typedef struct fe_step_info {
     fe_tensor operands[FE_MAX_OPERANDS]; /* data NULL; rank 0 for an absent operand */
     bool weight[FE_MAX_OPERANDS];        /* one of the graph's weights: the kernel reads it
                                           * from its layout where the design has one */
+    uint64_t weight_id[FE_MAX_OPERANDS]; /* which weight (its buffer and offset), equal for
+                                          * the steps of the graph that read the same one;
+                                          * 0 where weight[i] is false */
     fe_setting params[FE_MAX_PARAMS];    /* names borrowed from the graph */
     int n_params;
     fe_setting held[FE_MAX_TUNABLES];    /* the tunables the call site gave (names static) */

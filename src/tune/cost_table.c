@@ -7,16 +7,22 @@
  *                 "when": {"N": 2048, "K": 2048, "w.dtype": "bf16"},
  *                 "options": [{"setting": "default", "verdict": "candidate", "reason": "",
  *                              "tunables": {"WIDTH": 2, "rows_per_step": 4},
- *                              "cost": FIGURE}, ...]}],
+ *                              "cost": FIGURE, "layouts": [[1, 514, 4456448]]}, ...]}],
  *    "calls": [{"name": "decode step", "each_step": false, "measured": FIGURE or null,
- *               "steps": [{"label": "GEMV#3", "design": 0}, ...]}]}
+ *               "steps": [{"label": "GEMV#3", "design": 0, "weights": [[1, 1099511627776]]},
+ *                         ...]}]}
  * FIGURE is {"median_ns": .., "p10_ns": .., "p90_ns": .., "samples": N, "reliable": bool},
  * "in_turn": true where it was measured in turn with the default (optional), and
  * "read_gbps": the memory's read rate around it (optional, 0 when absent). An option's
  * "bytes" (optional, 0 when absent) is its op's cost model at the call points: what
  * fe_cost_table_at_level reads a figure's share bound by memory from. The table's
  * "read_gbps" (optional) is the level its options' figures are priced at, where they were
- * put at one (fe_cost_table_at_level); a call's "measured" keeps its own.
+ * put at one (fe_cost_table_at_level); a call's "measured" keeps its own. A candidate's
+ * "layouts" lists [operand, format, bytes] for each constant input it reads from a layout
+ * of its own (fe_op.layout; [] for none; absent in a table written before they were kept),
+ * and a step's "weights" (optional) [operand, id] for each operand that is one of the
+ * graph's weights: with them narrowing sees a setting that reads a weight in a layout the
+ * defaults do not make (a second copy of it in memory).
  * A table that breaks any rule is refused whole, the message naming the field and the fix:
  * narrowing never runs on a table it cannot trust. */
 #include <errno.h>
@@ -118,6 +124,14 @@ static json_t *design_json(const fe_table_design *d) {
         if (e && o->verdict == FE_TUNE_CANDIDATE) {
             json_object_set_new(e, "cost", figure_json(&o->cost));
             if (o->bytes > 0) json_object_set_new(e, "bytes", json_real(o->bytes));
+            json_t *lay = json_array();
+            for (int k = 0; lay && k < FE_MAX_OPERANDS; k++)
+                if (o->layout_format[k])
+                    json_array_append_new(lay, json_pack("[i, I, f]", k,
+                                                         (json_int_t)o->layout_format[k],
+                                                         o->layout_bytes[k]));
+            if (o->layouts_known) json_object_set_new(e, "layouts", lay);
+            else json_decref(lay);
         }
         json_array_append_new(opts, e);
     }
@@ -127,9 +141,17 @@ static json_t *design_json(const fe_table_design *d) {
 
 static json_t *call_json(const fe_table_call *c) {
     json_t *steps = json_array();
-    for (int i = 0; steps && i < c->n_steps; i++)
-        json_array_append_new(steps, json_pack("{s:s, s:i}", "label", c->steps[i].label,
-                                               "design", c->steps[i].design));
+    for (int i = 0; steps && i < c->n_steps; i++) {
+        const fe_table_step *st = &c->steps[i];
+        json_t *e = json_pack("{s:s, s:i}", "label", st->label, "design", st->design),
+               *w = json_array();
+        for (int k = 0; w && k < FE_MAX_OPERANDS; k++)
+            if (st->weight[k])
+                json_array_append_new(w, json_pack("[i, I]", k, (json_int_t)st->weight[k]));
+        if (e && json_array_size(w) > 0) json_object_set_new(e, "weights", w);
+        else json_decref(w);
+        json_array_append_new(steps, e);
+    }
     return json_pack("{s:s, s:b, s:o?, s:o?}", "name", c->name, "each_step", c->each_step,
                      "measured", c->has_measured ? figure_json(&c->measured) : json_null(),
                      "steps", steps);
@@ -248,6 +270,43 @@ static fe_status read_figure(reader *r, json_t *obj, const char *field, fe_cost_
     return FE_OK;
 }
 
+/* An array of [operand, id] or [operand, format, bytes] entries (n 2 or 3), each operand
+ * below the op's count and at most once, the id or format a positive integer; into ids and
+ * bytes (may be NULL). */
+static fe_status read_operand_list(reader *r, json_t *list, const char *field, int n_operands,
+                                   int n, uint64_t *ids, double *bytes) {
+    static const char *const rules[] = {
+        "is not an array of [operand, id] pairs (each operand of the step's op at most once, "
+        "the id a positive integer)",
+        "is not an array of [operand, format, bytes] entries (each operand of the op at most "
+        "once, the format a positive integer, the bytes a number in [1, 1e15])"};
+    const char *rule = rules[n == 3];
+    if (!json_is_array(list) || json_array_size(list) > FE_MAX_OPERANDS)
+        return refuse(r, field, rule);
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        json_t *k = json_array_get(e, 0), *v = json_array_get(e, 1), *b = json_array_get(e, 2);
+        if (!json_is_array(e) || json_array_size(e) != (size_t)n || !json_is_integer(k) ||
+            json_integer_value(k) < 0 || json_integer_value(k) >= n_operands ||
+            !json_is_integer(v) || json_integer_value(v) <= 0 ||
+            ids[json_integer_value(k)] != 0 ||
+            (n == 3 && !(json_is_number(b) && json_number_value(b) >= 1 &&
+                         json_number_value(b) <= 1e15)))
+            return refuse(r, field, rule);
+        ids[json_integer_value(k)] = (uint64_t)json_integer_value(v);
+        if (bytes) bytes[json_integer_value(k)] = json_number_value(b);
+    }
+    return FE_OK;
+}
+
+static fe_status read_layouts(reader *r, const fe_op *op, json_t *j, fe_table_option *o) {
+    json_t *lay = json_object_get(j, "layouts");
+    if (!lay) return FE_OK; /* written before layouts were kept: unknown */
+    o->layouts_known = true;
+    return read_operand_list(r, lay, "layouts", op->n_operands, 3, o->layout_format,
+                             o->layout_bytes);
+}
+
 static fe_status read_option(reader *r, const fe_op *op, json_t *j, fe_table_option *o) {
     if (!json_is_object(j)) return refuse(r, "", "is not an object");
     fe_status st = read_string(r, j, "setting", o->setting, sizeof o->setting);
@@ -281,7 +340,8 @@ static fe_status read_option(reader *r, const fe_op *op, json_t *j, fe_table_opt
     if (read_optional(j, "bytes", 1e18, &o->bytes) != FE_OK)
         return refuse(r, "bytes", "is not a number in [0, 1e18] (the op's bytes at the call "
                                   "points)");
-    return read_figure(r, j, "cost", &o->cost);
+    st = read_layouts(r, op, j, o);
+    return st == FE_OK ? read_figure(r, j, "cost", &o->cost) : st;
 }
 
 static fe_status read_design(reader *r, json_t *j, fe_table_design *d) {
@@ -327,7 +387,8 @@ static fe_status read_design(reader *r, json_t *j, fe_table_design *d) {
     return FE_OK;
 }
 
-static fe_status read_call(reader *r, json_t *j, int n_designs, fe_table_call *c) {
+static fe_status read_call(reader *r, json_t *j, const fe_table_design *designs, int n_designs,
+                           fe_table_call *c) {
     if (!json_is_object(j)) return refuse(r, "", "is not an object");
     fe_status st = read_string(r, j, "name", c->name, sizeof c->name);
     if (st != FE_OK) return st;
@@ -355,6 +416,13 @@ static fe_status read_call(reader *r, json_t *j, int n_designs, fe_table_call *c
         if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) >= n_designs)
             return refuse(r, "design", "is not the index of one of the table's designs");
         c->steps[i].design = (int)json_integer_value(d);
+        json_t *w = json_object_get(s, "weights");
+        if (w) {
+            const fe_op *op = fe_op_find(designs[c->steps[i].design].op);
+            st = read_operand_list(r, w, "weights", op ? op->n_operands : FE_MAX_OPERANDS, 2,
+                                   c->steps[i].weight, NULL);
+            if (st != FE_OK) return st;
+        }
         c->n_steps++;
     }
     r->where[at] = 0;
@@ -394,7 +462,7 @@ static fe_status read_table(reader *r, json_t *root, fe_cost_table *t) {
     if (!t->calls) return fe_error_set(r->err, FE_E_NOMEM, "cost table: out of memory");
     for (size_t i = 0; i < json_array_size(calls); i++) {
         snprintf(r->where, sizeof r->where, "calls[%zu]", i);
-        st = read_call(r, json_array_get(calls, i), t->n_designs, &t->calls[i]);
+        st = read_call(r, json_array_get(calls, i), t->designs, t->n_designs, &t->calls[i]);
         t->calls[i].version = -1; /* not saved: which version ran it is the graph's */
         t->n_calls++;
         if (st != FE_OK) return st;

@@ -20,6 +20,12 @@ typedef struct fe_table_option {
     int n_tunables;
     fe_cost_figure cost; /* priced at the call points (their mean); candidates only */
     double bytes;        /* the op's cost model at the same points (0: not known) */
+    /* the layouts it reads its constant inputs from: format 0 where it reads operand i as
+     * it is; layouts_known false for a candidate of a table written before they were kept
+     * (such a design is searched again, not reused) */
+    uint64_t layout_format[FE_MAX_OPERANDS];
+    double layout_bytes[FE_MAX_OPERANDS];
+    bool layouts_known;
 } fe_table_option;
 
 /* A profile key: "N" = 2048, "w.dtype" = "q8_0". */
@@ -44,6 +50,8 @@ typedef struct fe_table_design {
 typedef struct fe_table_step {
     char label[64];
     int design;          /* index into designs */
+    uint64_t weight[FE_MAX_OPERANDS]; /* which of the graph's weights operand i is (equal
+                                       * ids: one weight); 0 where it is none */
 } fe_table_step;
 
 typedef struct fe_table_call {

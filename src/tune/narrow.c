@@ -7,7 +7,11 @@
  * one setting together, chosen to minimise the sum of every call's modelled time over the
  * group's steps. The default stays unless a setting beats it by more than half of both
  * totals' p10..p90 ranges. Kinds turn decisions off for ablations: widths (WIDTH), designs
- * (every other tunable), folds (none recorded yet). */
+ * (every other tunable), folds (none recorded yet). Memory-neutral unless kinds.copies: a
+ * setting that reads some step's weight in a layout (format) that no step of the defaults
+ * reads that weight in would hold a second copy of it, and is held out (reported, with the
+ * bytes). */
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -23,7 +27,15 @@ typedef struct group {
                            * figures are reliable and some other setting could compete */
     bool reverted;        /* put back at the default: its call measured slower tuned */
     double def_ns, chosen_ns; /* the group's part of every call's time */
+    double chosen_bytes;  /* the copies its choice makes (kinds.copies) */
+    int held;             /* the fastest setting held out for its copies (-1: none) */
+    double held_ns, held_bytes;
 } group;
+
+/* A weight read in a layout: (the step's weight id, the layout's format). */
+typedef struct laid {
+    uint64_t weight, format;
+} laid;
 
 struct fe_narrowing {
     const fe_cost_table *t; /* borrowed: lives as long as the narrowing is used */
@@ -31,10 +43,18 @@ struct fe_narrowing {
     int n_groups;
     int *group_of;        /* per design */
     double *predicted, *def;
+    laid *defaults;       /* every (weight, format) the defaults read, sorted */
+    int n_defaults;
 };
 
 fe_narrow_kinds fe_narrow_kinds_all(void) {
-    return (fe_narrow_kinds){.widths = true, .designs = true, .folds = true};
+    return (fe_narrow_kinds){.widths = true, .designs = true, .folds = true, .copies = false};
+}
+
+static int laid_order(const void *a, const void *b) {
+    const laid *x = a, *y = b;
+    if (x->weight != y->weight) return x->weight < y->weight ? -1 : 1;
+    return x->format < y->format ? -1 : x->format > y->format;
 }
 
 static bool same_key(const fe_table_design *a, const fe_table_design *b) {
@@ -91,32 +111,94 @@ static bool group_total(const fe_narrowing *n, int g, const char *setting, doubl
     return true;
 }
 
+/* Every (weight, format) that a step of some call reads at its design's default. */
+static fe_status collect_defaults(fe_narrowing *n) {
+    const fe_cost_table *t = n->t;
+    size_t cap = 0;
+    for (int c = 0; c < t->n_calls; c++) cap += (size_t)t->calls[c].n_steps * FE_MAX_OPERANDS;
+    n->defaults = fe_malloc((cap ? cap : 1) * sizeof *n->defaults);
+    if (!n->defaults) return FE_E_NOMEM;
+    for (int c = 0; c < t->n_calls; c++)
+        for (int s = 0; s < t->calls[c].n_steps; s++) {
+            const fe_table_step *st = &t->calls[c].steps[s];
+            const fe_table_option *def = &t->designs[st->design].options[0];
+            for (int i = 0; i < FE_MAX_OPERANDS; i++)
+                if (st->weight[i] && def->layout_format[i])
+                    n->defaults[n->n_defaults++] = (laid){st->weight[i], def->layout_format[i]};
+        }
+    qsort(n->defaults, (size_t)n->n_defaults, sizeof *n->defaults, laid_order);
+    return FE_OK;
+}
+
+/* The bytes of the layouts group g's steps would read at `setting` that the defaults do not
+ * make, each (weight, format) counted once. */
+static double copy_bytes(const fe_narrowing *n, int g, const char *setting) {
+    const fe_cost_table *t = n->t;
+    enum { SEEN = 64 };
+    laid seen[SEEN];
+    int n_seen = 0;
+    double bytes = 0;
+    for (int c = 0; c < t->n_calls; c++)
+        for (int s = 0; s < t->calls[c].n_steps; s++) {
+            const fe_table_step *st = &t->calls[c].steps[s];
+            if (n->group_of[st->design] != g) continue;
+            const fe_table_option *o = option_named(&t->designs[st->design], setting);
+            for (int i = 0; o && i < FE_MAX_OPERANDS; i++) {
+                laid x = {st->weight[i], o->layout_format[i]};
+                if (!x.weight || !x.format ||
+                    bsearch(&x, n->defaults, (size_t)n->n_defaults, sizeof x, laid_order))
+                    continue;
+                bool again = false;
+                for (int j = 0; j < n_seen && !again; j++) again = !laid_order(&seen[j], &x);
+                if (again) continue;
+                if (n_seen < SEEN) seen[n_seen++] = x; /* past SEEN a copy may count twice */
+                bytes += o->layout_bytes[i];
+            }
+        }
+    return bytes;
+}
+
 static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
     const fe_table_design *first = &n->t->designs[n->groups[g].design];
-    double def[3], best[3];
+    group *gr = &n->groups[g];
+    double def[3], best[3], best_bytes = 0;
     bool def_reliable, reliable;
     group_total(n, g, "default", def, &def_reliable);
     int pick = 0, rivals = 0;
     memcpy(best, def, sizeof best);
+    gr->held = -1;
     for (int i = 1; i < first->n_options; i++) {
         double tot[3];
         if (!allowed(first->options[i].setting, k) ||
             !group_total(n, g, first->options[i].setting, tot, &reliable))
             continue;
+        double bytes = copy_bytes(n, g, first->options[i].setting);
+        if (bytes > 0 && !k.copies) {
+            if (gr->held < 0 || tot[0] < gr->held_ns) {
+                gr->held = i;
+                gr->held_ns = tot[0];
+                gr->held_bytes = bytes;
+            }
+            continue;
+        }
         rivals++;
         if (!(tot[0] < best[0])) continue;
         pick = i;
+        best_bytes = bytes;
         memcpy(best, tot, sizeof best);
     }
     double margin = ((best[2] - best[1]) + (def[2] - def[1])) / 2;
     if (pick != 0 && !(best[0] + margin < def[0])) {
         pick = 0;
+        best_bytes = 0;
         memcpy(best, def, sizeof best);
     }
-    n->groups[g].choice = pick;
-    n->groups[g].decided = pick != 0 || (def_reliable && rivals > 0);
-    n->groups[g].def_ns = def[0];
-    n->groups[g].chosen_ns = best[0];
+    if (gr->held >= 0 && !(gr->held_ns < best[0])) gr->held = -1;
+    gr->choice = pick;
+    gr->decided = pick != 0 || (def_reliable && rivals > 0);
+    gr->def_ns = def[0];
+    gr->chosen_ns = best[0];
+    gr->chosen_bytes = best_bytes;
 }
 
 /* Each call's modelled time at the groups' choices and at the defaults. */
@@ -145,6 +227,7 @@ void fe_narrowing_destroy(fe_narrowing *n) {
     fe_free(n->group_of);
     fe_free(n->predicted);
     fe_free(n->def);
+    fe_free(n->defaults);
     fe_free(n);
 }
 
@@ -160,7 +243,8 @@ fe_status fe_narrow(const fe_cost_table *t, fe_narrow_kinds kinds, fe_narrowing 
         n->predicted = fe_calloc((size_t)nc, sizeof *n->predicted);
         n->def = fe_calloc((size_t)nc, sizeof *n->def);
     }
-    if (!n || !n->groups || !n->group_of || !n->predicted || !n->def) {
+    if (!n || !n->groups || !n->group_of || !n->predicted || !n->def ||
+        collect_defaults(n) != FE_OK) {
         fe_narrowing_destroy(n);
         return fe_error_set(err, FE_E_NOMEM, "narrowing: out of memory");
     }
@@ -190,6 +274,8 @@ int fe_narrowing_revert_call(fe_narrowing *n, int c) {
         g->reverted = g->decided = true;
         g->choice = 0;
         g->chosen_ns = g->def_ns;
+        g->chosen_bytes = 0;
+        g->held = -1;
     }
     model_calls(n);
     return changed;
@@ -205,6 +291,18 @@ int fe_narrowing_groups(const fe_narrowing *n) { return n->n_groups; }
 const char *fe_narrowing_choice(const fe_narrowing *n, int g) {
     if (g < 0 || g >= n->n_groups) return NULL;
     return n->t->designs[n->groups[g].design].options[n->groups[g].choice].setting;
+}
+
+double fe_narrowing_copy_bytes(const fe_narrowing *n, int g) {
+    return g >= 0 && g < n->n_groups ? n->groups[g].chosen_bytes : 0;
+}
+
+const char *fe_narrowing_held_out(const fe_narrowing *n, int g, double *ns, double *bytes) {
+    if (g < 0 || g >= n->n_groups || n->groups[g].held < 0) return NULL;
+    const group *gr = &n->groups[g];
+    if (ns) *ns = gr->held_ns;
+    if (bytes) *bytes = gr->held_bytes;
+    return n->t->designs[gr->design].options[gr->held].setting;
 }
 
 int fe_narrowing_decided(const fe_narrowing *n) {
@@ -257,11 +355,21 @@ void fe_narrowing_print(const fe_narrowing *n, FILE *f) {
                  ? (size_t)snprintf(key + k, sizeof key - k, " %s=%s", d->when[i].name, d->when[i].choice)
                  : (size_t)snprintf(key + k, sizeof key - k, " %s=%g", d->when[i].name, d->when[i].value);
         if (strlen(key) > 60) memcpy(key + 57, "...", 4);
-        fprintf(f, "  %-60s %5d %12.1f %12.1f  %s%s\n", key, n->groups[g].n_steps,
-                n->groups[g].def_ns / 1e3, n->groups[g].chosen_ns / 1e3,
-                d->options[n->groups[g].choice].setting,
-                n->groups[g].reverted  ? " (put back: its call measured slower tuned)"
-                : n->groups[g].decided ? ""
-                                       : " (undecided: no reliable figure to compare)");
+        const group *gr = &n->groups[g];
+        char memory[400] = "";
+        if (gr->chosen_bytes > 0)
+            snprintf(memory, sizeof memory, " (a second copy of weights: %.1f MiB more)",
+                     gr->chosen_bytes / 1048576.0);
+        else if (gr->held >= 0)
+            snprintf(memory, sizeof memory, " (held out: %s at %.1f us reads weights in a "
+                     "layout the defaults do not make, %.1f MiB more; --allow-copies)",
+                     d->options[gr->held].setting, gr->held_ns / 1e3,
+                     gr->held_bytes / 1048576.0);
+        fprintf(f, "  %-60s %5d %12.1f %12.1f  %s%s%s\n", key, gr->n_steps, gr->def_ns / 1e3,
+                gr->chosen_ns / 1e3, d->options[gr->choice].setting,
+                gr->reverted  ? " (put back: its call measured slower tuned)"
+                : gr->decided ? ""
+                              : " (undecided: no reliable figure to compare)",
+                memory);
     }
 }

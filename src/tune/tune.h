@@ -160,6 +160,12 @@ struct fe_tune_result {
     char dtype_keys[FE_MAX_OPERANDS][48]; /* "w.dtype" */
     int64_t tunables[FE_TUNE_MAX_ROWS][FE_MAX_TUNABLES];
     int64_t base[FE_MAX_TUNABLES];
+    /* each candidate row's layouts of the shape's constant inputs (fe_op.layout): format 0
+     * where the design reads operand i as it is. A graph tuner compares them with the
+     * layouts its defaults make: a setting reading a weight in another layout holds a second
+     * copy of it */
+    uint64_t layout_format[FE_TUNE_MAX_ROWS][FE_MAX_OPERANDS];
+    double layout_bytes[FE_TUNE_MAX_ROWS][FE_MAX_OPERANDS];
 };
 
 /* A setting's verdict from an earlier search of the same shape on the same inputs (its

@@ -73,6 +73,9 @@ static fe_status design_from(const fe_tune_result *r, const char *op, fe_table_d
         o->bytes = row->bytes;
         if (row->verdict == FE_TUNE_CANDIDATE && !row->cached) d->reused = false;
         if (row->verdict != FE_TUNE_CANDIDATE) continue;
+        memcpy(o->layout_format, r->layout_format[i], sizeof o->layout_format);
+        memcpy(o->layout_bytes, r->layout_bytes[i], sizeof o->layout_bytes);
+        o->layouts_known = true;
         for (int k = 0; k < r->op->n_tunables; k++)
             if (r->op->tunables[k].design) {
                 snprintf(o->tunables[o->n_tunables], sizeof o->tunables[0], "%s",
@@ -83,10 +86,18 @@ static fe_status design_from(const fe_tune_result *r, const char *op, fe_table_d
     return FE_OK;
 }
 
-/* The design of `previous` under key (its unreliable figures too: reused, said so). */
+/* The design of `previous` under key (its unreliable figures too: reused, said so); not one
+ * whose candidates' layouts are unknown (a table written before they were kept: searched
+ * again, its figures from the cost cache). */
 static const fe_table_design *reusable(const fe_cost_table *previous, uint64_t key) {
-    for (int i = 0; previous && i < previous->n_designs; i++)
-        if (previous->designs[i].key == key) return &previous->designs[i];
+    for (int i = 0; previous && i < previous->n_designs; i++) {
+        const fe_table_design *d = &previous->designs[i];
+        if (d->key != key) continue;
+        for (int k = 0; k < d->n_options; k++)
+            if (d->options[k].verdict == FE_TUNE_CANDIDATE && !d->options[k].layouts_known)
+                return NULL;
+        return d;
+    }
     return NULL;
 }
 
@@ -226,6 +237,7 @@ static fe_status walk_call(const fe_tune_graph_request *req, int c, uint64_t see
             if (st != FE_OK) return st;
         }
         snprintf(tc->steps[s].label, sizeof tc->steps[s].label, "%s", pts[0].label);
+        memcpy(tc->steps[s].weight, pts[0].weight_id, sizeof tc->steps[s].weight);
         uint64_t key = work_key(pts, call->n_points, seed);
         int d = 0;
         while (d < t->n_designs && t->designs[d].key != key) d++;

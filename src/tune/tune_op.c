@@ -23,6 +23,16 @@ fe_tune_options fe_tune_options_default(void) {
                              .seed = 0x5eed7e57u, .warmup = 3, .min_samples = 5};
 }
 
+/* Row i's layouts of the shape's constant inputs (fe_tune_result.layout_format). */
+static void record_layouts(const fe_kernel *k, const fe_tune_shape *s, fe_tune_result *r, int i) {
+    for (int op = 0; op < FE_MAX_OPERANDS; op++) {
+        uint64_t format = 0;
+        size_t bytes = s->constant[op] ? fe_kernel_layout_bytes(k, op, &format) : 0;
+        r->layout_format[i][op] = bytes ? format : 0;
+        r->layout_bytes[i][op] = (double)bytes;
+    }
+}
+
 /* The layouts of every set of inputs (layouts_make): one region from the OS in huge pages,
  * as a model's layout store gives them, so a probe reads its layouts as a call does. */
 typedef struct probe_layouts {
@@ -627,6 +637,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
     r->input_hash = b.input_hash;
     record_shape(dev, &s, def_k, r);
     memcpy(r->tunables[0], fe_kernel_design(def_k)->tunables, sizeof r->tunables[0]);
+    record_layouts(def_k, &s, r, 0);
     if (o.progress) fprintf(o.progress, "tune %s: %s\n", s.op->name, r->shape);
     st = price(dev, &s, def_k, NULL, &b, &sl, cache, &o, row, NULL, r, err);
 
@@ -650,6 +661,7 @@ fe_status fe_tune_shape_search(fe_device *dev, const fe_tune_shape *sp, const fe
         }
         row->design = fe_kernel_design_key(k);
         memcpy(r->tunables[r->n - 1], fe_kernel_design(k)->tunables, sizeof r->tunables[0]);
+        record_layouts(k, &s, r, r->n - 1);
         for (int j = 0; j < r->n - 1; j++)
             if (r->rows[j].design == row->design) {
                 row->verdict = FE_TUNE_SAME_DESIGN;
