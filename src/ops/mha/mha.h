@@ -137,7 +137,8 @@ static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t w) {
  * running max and sum of each of an item's B_q x group query vectors, and contiguous copies
  * of one block's k and v rows of the item's kv head (B_kv x D each); for the row-blocked
  * path (kernels.inc: a vector of query rows at once, one lane a row, the group's heads
- * together) a block's scores down the keys (B_kv x FE_MHA_LANES), each head's queries and
+ * together, two a pass) two heads' block scores down the keys (2 x B_kv x FE_MHA_LANES:
+ * B_kv x VW floats apart, whatever the ISA's VW), each head's queries and
  * outputs transposed (group x D x FE_MHA_LANES each) and each head's running max and sum
  * (group x 2 x FE_MHA_LANES). Each part starts on a 64-byte line. */
 #define FE_MHA_LANES 16 /* the widest vector (AVX-512's 16 floats) */
@@ -152,7 +153,7 @@ static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 +
 static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int64_t head_dim) {
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
     return fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
-           2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(bkv * FE_MHA_LANES) +
+           2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(2 * bkv * FE_MHA_LANES) +
            2 * fe_mha_lines(group * head_dim * FE_MHA_LANES) +
            fe_mha_lines(group * 2 * FE_MHA_LANES);
 }
@@ -174,7 +175,7 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     w.v = (float *)p;
     p += fe_mha_lines(bkv * head_dim);
     w.st = (float *)p;
-    p += fe_mha_lines(bkv * FE_MHA_LANES);
+    p += fe_mha_lines(2 * bkv * FE_MHA_LANES);
     w.qt = (float *)p;
     p += fe_mha_lines(group * head_dim * FE_MHA_LANES);
     w.ot = (float *)p;
