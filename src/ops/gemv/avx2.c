@@ -6,7 +6,10 @@
  * cvtepu8_epi32; act_int8 by vpmaddwd on int16 for q8_0 W (the same integers as VNNI), and
  * for q4 W one block a step: its 16 nibble bytes unpacked to 32 u8 (low nibbles then high,
  * x's own order), vpmaddubsw against x's int8 and vpmaddwd by 1 into exact int32 lanes
- * (q4_0: ncorr's -8 * sum(x) added), times d dx, plus m dx sum(x) for q4_1. With 16 ymm
+ * (q4_0: ncorr's -8 * sum(x) added), times d dx, plus m dx sum(x) for q4_1. Where the
+ * device has AVX-VNNI (int8_dot = 1) the int32 lanes come from vpdpbusd instead: q4's the
+ * same integers, q8_0's (w ^ 0x80 against x, corrected by ncorr) those of AVX512-VNNI's
+ * lanes, groups of 4 consecutive elements. With 16 ymm
  * registers, 8 rows keep one accumulator each, fewer rows two. Tails of f32 use masked
  * loads; of bf16 / f16 a zero-padded copy. The batch kernels (one row, up to 8 batches) are
  * avx2_batches.inc; the panel design (bf16 W as k-pair panels, panel) avx2_panels.inc;
@@ -298,6 +301,55 @@ static void gemv_quant_x(const float *x, int64_t K, int8_t *q, float *dx) {
     }
 }
 
+/* AVX-VNNI's vpdpbusd on ymm (acc += u8 u times s8 x in groups of 4), as assembly ({vex}:
+ * its VEX form; this file is built without -mavxvnni, and it runs only where resolve found
+ * the device's avxvnni: int8_dot = 1) */
+AI __m256i dpbusd_vex(__m256i acc, __m256i u, __m256i x) {
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(x));
+    return acc;
+}
+
+/* act_int8 with AVX-VNNI: one block's int32 lane sums from vpdpbusd, the bytes w ^ 0x80
+ * (w + 128, unsigned) against x, corrected by ncorr (-128 times the sum of each group of 4
+ * of x: the driver's, as for AVX512-VNNI), times dw * dx: the integers of the AVX-512 VNNI
+ * kernel's lanes, in AVX2's accumulation (a block into a, the next into b) */
+AI __m256 vnni_block(const fe_block_q8_0 *p, __m256i xq, __m256i nc, float dx, __m256 acc) {
+    const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p->qs),
+                                       _mm256_set1_epi8((char)0x80));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dpbusd_vex(nc, u, xq)),
+                           _mm256_set1_ps(_cvtsh_ss(p->d) * dx), acc);
+}
+
+AI void dot_vnni(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, float *out,
+                 int64_t pf, const int NR) {
+    ROWS(fe_block_q8_0)
+    const int64_t nb = K / 32;
+    int64_t j = 0;
+    for (; j + 2 <= nb; j += 2) {
+        const float d0 = x->dx[j], d1 = x->dx[j + 1];
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
+        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j + 32));
+        const __m256i n0 = _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j));
+        const __m256i n1 = _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j + 8));
+#define S(r)                                                                               \
+    if (NR > r) {                                                                          \
+        PF(w##r + j, 0) PF(w##r + j, 64)                                                   \
+        a##r = vnni_block(w##r + j, x0, n0, d0, a##r);                                     \
+        B2(r) = vnni_block(w##r + j + 1, x1, n1, d1, B2(r));                               \
+    }
+        R8(S)
+#undef S
+    }
+    if (j < nb) {
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
+        const __m256i n0 = _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j));
+#define S(r) if (NR > r) a##r = vnni_block(w##r + j, x0, n0, x->dx[j], a##r);
+        R8(S)
+#undef S
+    }
+    R8(HSUM)
+}
+
 /* act_int8: one block's exact int32 lane sums (vpmaddwd), times dw * dx */
 AI __m256 i8_block(const fe_block_q8_0 *p, const int16_t *q16, float dx, __m256 acc) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->qs));
@@ -335,16 +387,21 @@ AI void dot_i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, fl
     R8(HSUM)
 }
 
+/* u . x in groups of 4 into int32 lanes, plus nc: vpdpbusd (VN, AVX-VNNI), else vpmaddubsw
+ * (u <= 15: pairs at most 2 * 15 * 127, no saturation) and vpmaddwd by 1; the same integers */
+AI __m256i q4_lanes(__m256i u, __m256i xq, __m256i nc, const int VN) {
+    if (VN) return dpbusd_vex(nc, u, xq);
+    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), _mm256_set1_epi16(1)), nc);
+}
+
 /* act_int8 with q4_0 (Q1 = 0) or q4_1 (Q1 = 1) W: u = (v & 15, v >> 4) for the block's 16
- * bytes v, vpmaddubsw (u <= 15: pairs at most 2 * 15 * 127, no saturation) and vpmaddwd by 1
- * give exact int32 lanes; sc = (d, m) * (dx, dx t): d dx scales the lanes, m dx t (lane 1,
- * q4_1's term) is added to the second accumulator */
+ * bytes v, its exact int32 lanes against x (q4_lanes); sc = (d, m) * (dx, dx t): d dx scales
+ * the lanes, m dx t (lane 1, q4_1's term) is added to the second accumulator */
 AI void dot_q4i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, float *out,
-                 int64_t pf, const int NR, const int Q1) {
+                 int64_t pf, const int NR, const int Q1, const int VN) {
     const size_t bs = Q1 ? sizeof(fe_block_q4_1) : sizeof(fe_block_q4_0);
     ROWS(unsigned char)
     const __m128i m4 = _mm_set1_epi8(15);
-    const __m256i ones = _mm256_set1_epi16(1);
     const __m128 lane1 = _mm_castsi128_ps(_mm_setr_epi32(0, -1, 0, 0));
     for (int64_t j = 0; j < K / 32; j++) {
         const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
@@ -360,7 +417,7 @@ AI void dot_q4i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, 
         const __m128i v = _mm_loadu_si128((const __m128i *)(p + bs - 16));                 \
         const __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m4)), \
                                                   _mm_and_si128(_mm_srli_epi16(v, 4), m4), 1); \
-        const __m256i is = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), ones), nc); \
+        const __m256i is = q4_lanes(u, xq, nc, VN);                                        \
         const __m128 sc = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)), xs);        \
         a##r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_broadcastss_ps(sc), a##r);  \
         if (Q1) B2(r) = _mm256_add_ps(B2(r), _mm256_zextps128_ps256(_mm_and_ps(sc, lane1))); \
@@ -379,12 +436,16 @@ AI void dot_q4i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, 
     default: call(1); break;                                                               \
     }
 
-/* q4_0 (Q1 = 0) or q4_1 rows: int8 x (emulated: this ISA has no VNNI) or f32 x */
+/* q4_0 (Q1 = 0) or q4_1 rows: int8 x by AVX-VNNI or emulated, or f32 x */
 AI void dot_q4_any(const gemv_shape *s, const unsigned char *w, size_t rs, int nr,
                    const gemv_x *x, float *out, const int Q1) {
     const int64_t K = s->K;
-    if (s->i8 != GEMV_I8_NONE) {
-#define C(n) dot_q4i8(w, rs, K, x, out, s->pf, n, Q1)
+    if (s->i8 == GEMV_I8_VNNI) {
+#define C(n) dot_q4i8(w, rs, K, x, out, s->pf, n, Q1, 1)
+        NR_SWITCH(C)
+#undef C
+    } else if (s->i8 == GEMV_I8_EMUL) {
+#define C(n) dot_q4i8(w, rs, K, x, out, s->pf, n, Q1, 0)
         NR_SWITCH(C)
 #undef C
     } else {
@@ -409,7 +470,11 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
     case FE_DTYPE_F16: NR_SWITCH(C) break;
 #undef C
     case FE_DTYPE_Q8_0:
-        if (s->i8 != GEMV_I8_NONE) {
+        if (s->i8 == GEMV_I8_VNNI) {
+#define C(n) dot_vnni(w, rs, K, x, out, s->pf, n)
+            NR_SWITCH(C)
+#undef C
+        } else if (s->i8 == GEMV_I8_EMUL) {
 #define C(n) dot_i8(w, rs, K, x, out, s->pf, n)
             NR_SWITCH(C)
 #undef C

@@ -47,9 +47,10 @@ static const fe_tunable_decl tunables[] = {
                   "one pass: up to 8 streams"},
     [GEMV_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2}, 0,
                    true,
-                   "act_int8 dot products: 1 = AVX512-VNNI vpdpbusd (resolve sets it where the "
-                   "device has avx512vnni and turns it off elsewhere), 0 = 16-bit "
-                   "multiply-adds; the same integers either way"},
+                   "act_int8 dot products: 1 = vpdpbusd, AVX512-VNNI's on avx512 and "
+                   "AVX-VNNI's on avx2 outside the panels (resolve sets it where the device "
+                   "has it and turns it off elsewhere), 0 = 16-bit multiply-adds; the same "
+                   "integers either way"},
     [GEMV_PF] = {"prefetch", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1024, 2048, 4096, 8192, 16384, 32768, 65536},
                               .n_choices = 8}, GEMV_PF_DEFAULT, true,
                  "software prefetch distance, bytes ahead in each row stream (0: the hardware "
@@ -200,15 +201,18 @@ static fe_status infer(fe_op_ctx *c) {
  * q4_1 / q4_0 2048 x 8192 at 65 / 70 / 79 % of the read roof at 2 runs, 57-66 % at 4).
  * prefetch keeps its declared default (2048 bytes: within noise of the best at every
  * bench_gemv shape). int8_dot: VNNI exactly where it can run (an act_int8
- * design on an avx512 device with avx512vnni); forced off elsewhere, also over a call site.
+ * design on an avx512 device with avx512vnni, or on an avx2 device with avxvnni outside the
+ * panels); forced off elsewhere, also over a call site.
  * batches_per_pass (bench_gemv_batches --cpu-time, load 11-15 on the 2-core EPYC, medians of
  * 15 alternated runs, noisy): 8 for the int8 q4 dtypes (SmolLM2's q4_1 GEMVs at 8-16 batches
  * 1.4-1.7x batch after batch on avx512, 1.2-1.5x on avx2) and emulated q8_0 (2048x8192:
  * 1.1-1.2x at 8-16 batches on avx2); 4 for f32 / bf16 on avx2 and avx512 (bf16 2048x8192:
  * 0.94-1.11x, within the noise: their x rows, K f32 each, outgrow L1 where the W row is
- * cheap to widen); 1 for q8_0 under VNNI, whose bytes need no decoding (2048x8192: 0.83-0.92x
- * at 4-16 batches: the passes read 3 x vectors a block a batch against the row kernel's
- * one per step of 4 rows); 8 on scalar (a row decoded once for 8 batches). */
+ * cheap to widen); 1 for q8_0 under AVX512-VNNI, whose bytes need no decoding (2048x8192:
+ * 0.83-0.92x at 4-16 batches: the passes read 3 x vectors a block a batch against the row
+ * kernel's one per step of 4 rows), but 8 under AVX-VNNI on avx2 (the Xeon, FERRUM_ISA=avxvnni,
+ * `bench_gemv_batches --cpu-time llama1b/q8_0`: 1.25-1.30x at 2-4 batches, 1.06x at 8-16);
+ * 8 on scalar (a row decoded once for 8 batches). */
 static void resolve(fe_op_ctx *c) {
     /* the panel designs, where they serve (bf16; act_int8 q8_0, q4_0, q4_1), off elsewhere;
      * act_int8 by default as fe_gemv_panel_default says (the act_int8 GEMM of a prefill reads
@@ -235,17 +239,21 @@ static void resolve(fe_op_ctx *c) {
         c->tunables[GEMV_RPS] = blocks ? (int8 && (swiglu || panels) ? 2 : 4) : swiglu ? 1 : 2;
         c->tunable_set[GEMV_RPS] = true;
     }
-    bool can = c->params[GEMV_INT8] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
-               c->dev->features.avx512vnni;
+    /* AVX512-VNNI on the avx512 kernels; AVX-VNNI on the avx2 row and batch kernels (their
+     * panel kernel takes the 16-bit multiply-adds: int8_dot would be a setting without work) */
+    bool can = c->params[GEMV_INT8] != 0 &&
+               ((c->dev->isa >= FE_ISA_AVX512 && c->dev->features.avx512vnni) ||
+                (c->dev->isa == FE_ISA_AVX2 && c->dev->avxvnni && !c->tunables[GEMV_PANEL]));
     if (!c->tunable_set[GEMV_DOT8] || !can) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
     }
     const fe_dtype dt = c->operands[GEMV_W].dtype;
     const bool floats = fe_dtype_info(dt)->block == 1;
-    const int64_t bpp = dt == FE_DTYPE_Q8_0 && c->tunables[GEMV_DOT8] ? 1
-                        : floats && c->dev->isa >= FE_ISA_AVX2   ? 4
-                                                                 : 8;
+    const bool vnni512 = c->tunables[GEMV_DOT8] && c->dev->isa >= FE_ISA_AVX512;
+    const int64_t bpp = dt == FE_DTYPE_Q8_0 && vnni512        ? 1
+                        : floats && c->dev->isa >= FE_ISA_AVX2 ? 4
+                                                               : 8;
     if (!c->tunable_set[GEMV_BPP]) {
         c->tunables[GEMV_BPP] = bpp;
         c->tunable_set[GEMV_BPP] = true;
