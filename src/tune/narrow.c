@@ -11,8 +11,8 @@
  * setting that reads some step's weight in a layout (format) that no step of the defaults
  * reads that weight in would hold a second copy of it, and is held out (reported, with the
  * bytes). */
-#include <stdlib.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -131,11 +131,10 @@ static fe_status collect_defaults(fe_narrowing *n) {
 }
 
 /* The bytes of the layouts group g's steps would read at `setting` that the defaults do not
- * make, each (weight, format) counted once. */
-static double copy_bytes(const fe_narrowing *n, int g, const char *setting) {
+ * make, each (weight, format) counted once (seen: room for every operand of the group's
+ * steps). */
+static double copy_bytes(const fe_narrowing *n, int g, const char *setting, laid *seen) {
     const fe_cost_table *t = n->t;
-    enum { SEEN = 64 };
-    laid seen[SEEN];
     int n_seen = 0;
     double bytes = 0;
     for (int c = 0; c < t->n_calls; c++)
@@ -151,14 +150,14 @@ static double copy_bytes(const fe_narrowing *n, int g, const char *setting) {
                 bool again = false;
                 for (int j = 0; j < n_seen && !again; j++) again = !laid_order(&seen[j], &x);
                 if (again) continue;
-                if (n_seen < SEEN) seen[n_seen++] = x; /* past SEEN a copy may count twice */
+                seen[n_seen++] = x;
                 bytes += o->layout_bytes[i];
             }
         }
     return bytes;
 }
 
-static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
+static void choose(fe_narrowing *n, int g, fe_narrow_kinds k, laid *seen) {
     const fe_table_design *first = &n->t->designs[n->groups[g].design];
     group *gr = &n->groups[g];
     double def[3], best[3], best_bytes = 0;
@@ -172,7 +171,7 @@ static void choose(fe_narrowing *n, int g, fe_narrow_kinds k) {
         if (!allowed(first->options[i].setting, k) ||
             !group_total(n, g, first->options[i].setting, tot, &reliable))
             continue;
-        double bytes = copy_bytes(n, g, first->options[i].setting);
+        double bytes = copy_bytes(n, g, first->options[i].setting, seen);
         if (bytes > 0 && !k.copies) {
             if (gr->held < 0 || tot[0] < gr->held_ns) {
                 gr->held = i;
@@ -257,7 +256,16 @@ fe_status fe_narrow(const fe_cost_table *t, fe_narrow_kinds kinds, fe_narrowing 
     for (int c = 0; c < t->n_calls; c++)
         for (int s = 0; s < t->calls[c].n_steps; s++)
             n->groups[n->group_of[t->calls[c].steps[s].design]].n_steps++;
-    for (int g = 0; g < n->n_groups; g++) choose(n, g, kinds);
+    int most = 1; /* the most steps a group has */
+    for (int g = 0; g < n->n_groups; g++)
+        if (n->groups[g].n_steps > most) most = n->groups[g].n_steps;
+    laid *seen = fe_malloc((size_t)most * FE_MAX_OPERANDS * sizeof *seen);
+    if (!seen) {
+        fe_narrowing_destroy(n);
+        return fe_error_set(err, FE_E_NOMEM, "narrowing: out of memory");
+    }
+    for (int g = 0; g < n->n_groups; g++) choose(n, g, kinds, seen);
+    fe_free(seen);
     model_calls(n);
     *out = n;
     return FE_OK;
