@@ -313,11 +313,11 @@ static int run(const tune_model_args *a, fe_lm_model *m, const fe_cli_io *io) {
     fprintf(f, "\nablations (modelled call time, each decision held at its default; the "
             "first four with every fold):\n");
     static const struct { const char *what; fe_narrow_kinds k; } abl[] = {
-        {"all decisions", {true, true, true, false}},
-        {"widths held", {false, true, true, false}},
-        {"designs held", {true, false, true, false}},
-        {"all held", {false, false, true, false}},
-    };
+        {"all decisions", {.widths = true, .designs = true, .folds = true}},
+        {"widths held", {.designs = true, .folds = true}},
+        {"designs held", {.widths = true, .folds = true}},
+        {"all held", {.folds = true}},
+    }; /* copies as asked (below) */
     for (size_t i = 0; i < sizeof abl / sizeof abl[0]; i++) {
         fe_narrowing *x = NULL;
         fe_narrow_kinds k = abl[i].k;

@@ -264,8 +264,8 @@ void fe_amx_peak(fe_device *dev, int repeats, double *best, double *median) {
 void fe_int8_peak(fe_device *dev, int repeats, double *best, double *median, int *lanes,
                   bool *vnni) {
     const fe_device_info *info = fe_device_get_info(dev);
-    const bool zmm = info->isa >= FE_ISA_AVX512 && info->features.avx512vnni;
-    *vnni = zmm || info->avxvnni;
+    const bool zmm = info->dpbusd && info->isa >= FE_ISA_AVX512;
+    *vnni = info->dpbusd;
     *lanes = zmm ? 16 : info->isa >= FE_ISA_AVX2 && info->features.avx2 ? 8 : 0;
     *best = *median = 0;
     if (!*lanes) return;

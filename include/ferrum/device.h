@@ -35,6 +35,8 @@ typedef struct fe_device_info {
     fe_isa isa;               /* the ISA kernels are chosen for (<= best_isa) */
     bool avxvnni;             /* the avx2 kernels dot int8 by AVX-VNNI: isa is avx2, the CPU
                                  has it and nothing withheld it (no_avxvnni) */
+    bool dpbusd;              /* the kernels' ISA dots int8 by vpdpbusd: AVX512-VNNI's on
+                                 avx512, AVX-VNNI's on avx2 (avxvnni) */
     int n_cores;              /* online CPUs */
     int n_workers;            /* workers in the pool */
     size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 unknown */

@@ -221,6 +221,7 @@ fe_status fe_device_create(const fe_device_options *opts, fe_device **out, fe_er
     in->best_isa = best_isa_of(&in->features);
     in->isa = o.max_isa >= 0 && o.max_isa < (int)in->best_isa ? (fe_isa)o.max_isa : in->best_isa;
     in->avxvnni = in->isa == FE_ISA_AVX2 && in->features.avxvnni && !o.no_avxvnni;
+    in->dpbusd = (in->isa >= FE_ISA_AVX512 && in->features.avx512vnni) || in->avxvnni;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     in->n_cores = ncpu > 0 ? (int)ncpu : 1;
     in->n_workers = o.n_workers;

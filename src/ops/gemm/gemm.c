@@ -257,9 +257,7 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[GM_DOT] = true;
     }
     const bool i8 = c->params[GM_P_INT8] != 0;
-    /* vpdpbusd: AVX512-VNNI's on zmm; AVX-VNNI's on ymm for the avx2 kernels */
-    const bool vnni = i8 && ((c->dev->isa >= FE_ISA_AVX512 && c->dev->features.avx512vnni) ||
-                             (c->dev->isa == FE_ISA_AVX2 && c->dev->avxvnni));
+    const bool vnni = i8 && c->dev->dpbusd; /* AVX512-VNNI's on zmm, AVX-VNNI's on ymm */
     const bool pairs16 = i8 && c->dev->isa == FE_ISA_AVX2 &&
                          c->operands[GM_B].dtype == FE_DTYPE_Q8_0;
     const bool amx8 = i8 && c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_int8 &&

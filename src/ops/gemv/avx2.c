@@ -309,78 +309,50 @@ AI __m256i dpbusd_vex(__m256i acc, __m256i u, __m256i x) {
     return acc;
 }
 
-/* act_int8 with AVX-VNNI: one block's int32 lane sums from vpdpbusd, the bytes w ^ 0x80
- * (w + 128, unsigned) against x, corrected by ncorr (-128 times the sum of each group of 4
- * of x: the driver's, as for AVX512-VNNI), times dw * dx: the integers of the AVX-512 VNNI
- * kernel's lanes, in AVX2's accumulation (a block into a, the next into b) */
-AI __m256 vnni_block(const fe_block_q8_0 *p, __m256i xq, __m256i nc, float dx, __m256 acc) {
-    const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p->qs),
-                                       _mm256_set1_epi8((char)0x80));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dpbusd_vex(nc, u, xq)),
-                           _mm256_set1_ps(_cvtsh_ss(p->d) * dx), acc);
-}
-
-AI void dot_vnni(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, float *out,
-                 int64_t pf, const int NR) {
-    ROWS(fe_block_q8_0)
-    const int64_t nb = K / 32;
-    int64_t j = 0;
-    for (; j + 2 <= nb; j += 2) {
-        const float d0 = x->dx[j], d1 = x->dx[j + 1];
-        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
-        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j + 32));
-        const __m256i n0 = _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j));
-        const __m256i n1 = _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j + 8));
-#define S(r)                                                                               \
-    if (NR > r) {                                                                          \
-        PF(w##r + j, 0) PF(w##r + j, 64)                                                   \
-        a##r = vnni_block(w##r + j, x0, n0, d0, a##r);                                     \
-        B2(r) = vnni_block(w##r + j + 1, x1, n1, d1, B2(r));                               \
+/* act_int8: one q8_0 block's exact int32 lane sums against block j of x, times dw * dx:
+ * vpmaddwd on int16 (VN 0), or AVX-VNNI's vpdpbusd (VN 1: the bytes w ^ 0x80, w + 128
+ * unsigned, against x, corrected by ncorr, -128 times the sum of each group of 4 of x: the
+ * driver's, as for AVX512-VNNI, so the lanes of the AVX-512 VNNI kernel) */
+AI __m256 i8_block(const fe_block_q8_0 *p, const gemv_x *x, int64_t j, float dx, __m256 acc,
+                   const int VN) {
+    __m256i s;
+    if (VN) {
+        const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p->qs),
+                                           _mm256_set1_epi8((char)0x80));
+        s = dpbusd_vex(_mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j)), u,
+                       _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j)));
+    } else {
+        const int16_t *q16 = x->q16 + 32 * j;
+        const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->qs));
+        const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p->qs + 16)));
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)q16);
+        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(q16 + 16));
+        s = _mm256_add_epi32(_mm256_madd_epi16(w0, x0), _mm256_madd_epi16(w1, x1));
     }
-        R8(S)
-#undef S
-    }
-    if (j < nb) {
-        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x->q8 + 32 * j));
-        const __m256i n0 = _mm256_loadu_si256((const __m256i *)(x->ncorr + 8 * j));
-#define S(r) if (NR > r) a##r = vnni_block(w##r + j, x0, n0, x->dx[j], a##r);
-        R8(S)
-#undef S
-    }
-    R8(HSUM)
-}
-
-/* act_int8: one block's exact int32 lane sums (vpmaddwd), times dw * dx */
-AI __m256 i8_block(const fe_block_q8_0 *p, const int16_t *q16, float dx, __m256 acc) {
-    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->qs));
-    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p->qs + 16)));
-    const __m256i s = _mm256_add_epi32(
-        _mm256_madd_epi16(w0, _mm256_loadu_si256((const __m256i *)q16)),
-        _mm256_madd_epi16(w1, _mm256_loadu_si256((const __m256i *)(q16 + 16))));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(_cvtsh_ss(p->d) * dx), acc);
 }
 
+/* q8_0 rows, act_int8 (VN: by AVX-VNNI): block j into a, j + 1 into the second accumulator,
+ * an odd last one into a */
 AI void dot_i8(const unsigned char *w, size_t rs, int64_t K, const gemv_x *x, float *out,
-               int64_t pf, const int NR) {
+               int64_t pf, const int NR, const int VN) {
     ROWS(fe_block_q8_0)
     const int64_t nb = K / 32;
     int64_t j = 0;
     for (; j + 2 <= nb; j += 2) {
         const float d0 = x->dx[j], d1 = x->dx[j + 1];
-        const int16_t *q = x->q16 + 32 * j;
 #define S(r)                                                                               \
     if (NR > r) {                                                                          \
         PF(w##r + j, 0) PF(w##r + j, 64)                                                   \
-        a##r = i8_block(w##r + j, q, d0, a##r);                                            \
-        B2(r) = i8_block(w##r + j + 1, q + 32, d1, B2(r));                                 \
+        a##r = i8_block(w##r + j, x, j, d0, a##r, VN);                                     \
+        B2(r) = i8_block(w##r + j + 1, x, j + 1, d1, B2(r), VN);                           \
     }
         R8(S)
 #undef S
     }
     if (j < nb) {
         const float d0 = x->dx[j];
-        const int16_t *q = x->q16 + 32 * j;
-#define S(r) if (NR > r) a##r = i8_block(w##r + j, q, d0, a##r);
+#define S(r) if (NR > r) a##r = i8_block(w##r + j, x, j, d0, a##r, VN);
         R8(S)
 #undef S
     }
@@ -471,11 +443,11 @@ static void gemv_dot(const gemv_shape *s, const unsigned char *w, size_t rs, int
 #undef C
     case FE_DTYPE_Q8_0:
         if (s->i8 == GEMV_I8_VNNI) {
-#define C(n) dot_vnni(w, rs, K, x, out, s->pf, n)
+#define C(n) dot_i8(w, rs, K, x, out, s->pf, n, 1)
             NR_SWITCH(C)
 #undef C
         } else if (s->i8 == GEMV_I8_EMUL) {
-#define C(n) dot_i8(w, rs, K, x, out, s->pf, n)
+#define C(n) dot_i8(w, rs, K, x, out, s->pf, n, 0)
             NR_SWITCH(C)
 #undef C
         } else {

@@ -241,9 +241,8 @@ static void resolve(fe_op_ctx *c) {
     }
     /* AVX512-VNNI on the avx512 kernels; AVX-VNNI on the avx2 row and batch kernels (their
      * panel kernel takes the 16-bit multiply-adds: int8_dot would be a setting without work) */
-    bool can = c->params[GEMV_INT8] != 0 &&
-               ((c->dev->isa >= FE_ISA_AVX512 && c->dev->features.avx512vnni) ||
-                (c->dev->isa == FE_ISA_AVX2 && c->dev->avxvnni && !c->tunables[GEMV_PANEL]));
+    bool can = c->params[GEMV_INT8] != 0 && c->dev->dpbusd &&
+               !(c->dev->isa == FE_ISA_AVX2 && c->tunables[GEMV_PANEL]);
     if (!c->tunable_set[GEMV_DOT8] || !can) {
         c->tunables[GEMV_DOT8] = can;
         c->tunable_set[GEMV_DOT8] = true;
