@@ -23,7 +23,7 @@ static const fe_param_decl params[] = {
 
 static const fe_tunable_decl tunables[] = {
     [MHA_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},
-    [MHA_BQ] = {"B_q", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 8, 16, 32}, .n_choices = 5},
+    [MHA_BQ] = {"B_q", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 8, 16, 32, 64}, .n_choices = 6},
                 16, true,
                 "query rows per work item: each key/value block read is reused by B_q rows "
                 "times the group's q heads; workers take (row block, kv head) items"},
@@ -31,12 +31,15 @@ static const fe_tunable_decl tunables[] = {
                           .n_choices = 5}, 64, true,
                  "keys per block: scores of one block live in the workspace; causal and window "
                  "ranges skip whole blocks"},
-    [MHA_ROWS] = {"row_block", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1}, .n_choices = 2},
+    [MHA_ROWS] = {"row_block", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
                   0, true,
                   "1: an item of >= 4 rows runs a vector of rows at a time, one lane a row "
                   "(scores by broadcasting keys against q^T, softmax down the keys, no sums "
-                  "across lanes); 0: one row at a time (resolve: 1 where bidirectional or "
-                  "Sq >= 16: prefill chunks)"},
+                  "across lanes); 2: the same on AMX-BF16 tiles, 16 rows a tile, each operand "
+                  "split into two bf16 parts (three tile products a product: within the f32 "
+                  "path's tolerance); 0: one row at a time (resolve: 1 where bidirectional or "
+                  "Sq >= 16: prefill chunks, 2 there where the device has AMX-BF16; a given 2 "
+                  "is 1 where it has not)"},
     [MHA_SPLIT] = {"kv_split", FE_MHA_SPLIT_DOMAIN, 0, true,
                    "S >= 1: the keys cut into S segments of whole B_kv blocks, a work item one "
                    "segment over every kv head (a block's rows, all heads side by side, read "
@@ -55,10 +58,12 @@ static const fe_tunable_decl tunables[] = {
  * row-blocked path leaves to the one-row path anyway; a few rows fill few of a vector's lanes
  * (4 rows: 1.6x the time), hence the bound. The greedy answers the tests pin hold with it. */
 static void resolve(fe_op_ctx *c) {
+    const bool tiles = c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_bf16;
     if (!c->tunable_set[MHA_ROWS]) {
         c->tunables[MHA_ROWS] = c->params[MHA_P_CAUSAL] == 0 || c->ext[MHA_SQ] >= FE_MHA_LANES;
         c->tunable_set[MHA_ROWS] = true;
     }
+    if (c->tunables[MHA_ROWS] == 2 && !tiles) c->tunables[MHA_ROWS] = 1;
     /* kv_split: a decode step (one row block) has one item per kv head, which reads that
      * head's slice of every key row (a stride of the whole row apart, as the memory serves
      * it worst) and leaves workers idle wherever they do not divide the kv heads (SmolLM2's

@@ -14,6 +14,7 @@
 #define FE_OPS_MHA_H
 
 #include <math.h>
+#include <string.h>
 
 #include "ops/op.h"
 #include "ops/rope/rope.h" /* the RoPE forms KVWrite and SlotMHA take */
@@ -140,22 +141,66 @@ static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t w) {
  * together, two a pass) two heads' block scores down the keys (2 x B_kv x FE_MHA_LANES:
  * B_kv x VW floats apart, whatever the ISA's VW), each head's queries and
  * outputs transposed (group x D x FE_MHA_LANES each) and each head's running max and sum
- * (group x 2 x FE_MHA_LANES). Each part starts on a 64-byte line. */
+ * (group x 2 x FE_MHA_LANES). Each part starts on a 64-byte line.
+ * row_block = 2 (the same path on AMX tiles, amx.inc) adds, with Dp = D up to a multiple of
+ * 32, Bk = B_kv up to one and T = the item's tiles of 16 rows (B_q / 16, at least one):
+ *   tq  every (head, row tile)'s q^T tiles, bf16 high and low parts: Dp / 32 steps of 2 KiB
+ *   to  every (head, row tile)'s o^T (Dp x 16 floats) and trm its running max and sum (2 x 16)
+ *   tk  the block's keys, high and low parts (2 x Bk x Dp halves)
+ *   tv  the block's values transposed, high and low parts (2 x Dp x Bk halves)
+ *   tp  a head's weights p as pairs of keys, high and low parts (2 x Bk / 2 x 16 words)
+ *   tc  a head's p . v of the block (Dp x 16 floats) */
 #define FE_MHA_LANES 16 /* the widest vector (AVX-512's 16 floats) */
 typedef struct fe_mha_ws {
     float *s, *m, *l, *k, *v;
     float *st, *qt, *ot, *rm;
+    char *tq;
+    float *to, *trm, *tc;
+    uint16_t *tk, *tv;
+    uint32_t *tp;
 } fe_mha_ws;
 
 static inline size_t fe_mha_lines(int64_t floats) { return ((size_t)floats * 4 + 63) / 64 * 64; }
 
+enum { FE_MHA_TILE_ROWS = 16 }; /* query rows an AMX tile holds (row_block = 2) */
+
+/* row_block = 2's extents (above): Dp, Bk and T */
+static inline int64_t fe_mha_tiles_dp(int64_t head_dim) { return (head_dim + 31) / 32 * 32; }
+static inline int64_t fe_mha_tiles_bk(const fe_design *d) {
+    return (d->tunables[MHA_BKV] + 31) / 32 * 32;
+}
+static inline int64_t fe_mha_tiles_t(const fe_design *d) {
+    const int64_t bq = d->tunables[MHA_BQ];
+    return bq < FE_MHA_TILE_ROWS ? 1 : (bq + FE_MHA_TILE_ROWS - 1) / FE_MHA_TILE_ROWS;
+}
+
+/* row_block = 2's parts' floats (4-byte units), in the order of fe_mha_ws */
+static inline void fe_mha_tiles_parts(const fe_design *d, int64_t group, int64_t head_dim,
+                                      int64_t out[7]) {
+    const int64_t dp = fe_mha_tiles_dp(head_dim), bk = fe_mha_tiles_bk(d);
+    const int64_t ht = group * fe_mha_tiles_t(d);
+    out[0] = ht * dp / 32 * 512;   /* tq */
+    out[1] = ht * dp * 16;         /* to */
+    out[2] = ht * 2 * 16;          /* trm */
+    out[3] = dp * 16;              /* tc */
+    out[4] = bk * dp;              /* tk: 2 x Bk x Dp halves */
+    out[5] = bk * dp;              /* tv */
+    out[6] = bk * 16;              /* tp: 2 x Bk / 2 x 16 words */
+}
+
 /* Bytes per worker (a multiple of 64). */
 static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int64_t head_dim) {
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
-    return fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
-           2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(2 * bkv * FE_MHA_LANES) +
-           2 * fe_mha_lines(group * head_dim * FE_MHA_LANES) +
-           fe_mha_lines(group * 2 * FE_MHA_LANES);
+    size_t b = fe_mha_lines(4 * bkv) + 2 * fe_mha_lines(bq * group) +
+               2 * fe_mha_lines(bkv * head_dim) + fe_mha_lines(2 * bkv * FE_MHA_LANES) +
+               2 * fe_mha_lines(group * head_dim * FE_MHA_LANES) +
+               fe_mha_lines(group * 2 * FE_MHA_LANES);
+    if (d->tunables[MHA_ROWS] == 2) {
+        int64_t p[7];
+        fe_mha_tiles_parts(d, group, head_dim, p);
+        for (int i = 0; i < 7; i++) b += fe_mha_lines(p[i]);
+    }
+    return b;
 }
 
 /* Worker ith's parts of the workspace at ws. */
@@ -164,6 +209,7 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     int64_t bq = d->tunables[MHA_BQ], bkv = d->tunables[MHA_BKV];
     char *p = (char *)ws + (size_t)ith * fe_mha_ws_per_worker(d, group, head_dim);
     fe_mha_ws w;
+    memset(&w, 0, sizeof w);
     w.s = (float *)p;
     p += fe_mha_lines(4 * bkv);
     w.m = (float *)p;
@@ -181,6 +227,24 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     w.ot = (float *)p;
     p += fe_mha_lines(group * head_dim * FE_MHA_LANES);
     w.rm = (float *)p;
+    if (d->tunables[MHA_ROWS] == 2) {
+        int64_t t[7];
+        fe_mha_tiles_parts(d, group, head_dim, t);
+        p += fe_mha_lines(group * 2 * FE_MHA_LANES);
+        w.tq = p;
+        p += fe_mha_lines(t[0]);
+        w.to = (float *)p;
+        p += fe_mha_lines(t[1]);
+        w.trm = (float *)p;
+        p += fe_mha_lines(t[2]);
+        w.tc = (float *)p;
+        p += fe_mha_lines(t[3]);
+        w.tk = (uint16_t *)p;
+        p += fe_mha_lines(t[4]);
+        w.tv = (uint16_t *)p;
+        p += fe_mha_lines(t[5]);
+        w.tp = (uint32_t *)p;
+    }
     return w;
 }
 
