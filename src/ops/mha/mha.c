@@ -56,14 +56,27 @@ static const fe_tunable_decl tunables[] = {
  * took 0.57x (SmolLM2's heads, 9 / 3) and 0.66x (Llama 3.2 1B's, 32 / 8) the time of the
  * one-row path on AVX-512 and 0.73x on AVX2. A decode step's items are one row, which the
  * row-blocked path leaves to the one-row path anyway; a few rows fill few of a vector's lanes
- * (4 rows: 1.6x the time), hence the bound. The greedy answers the tests pin hold with it. */
+ * (4 rows: 1.6x the time), hence the bound. The greedy answers the tests pin hold with it.
+ * Where the device has AMX-BF16 the same path runs on the tiles (row_block = 2, amx.inc):
+ * the Llama 3.2 1B shape's last 512-row chunk of a 2048-token prompt (32 / 8 heads, f16
+ * cache), 2 workers of the Xeon, 32.4-34.8 ms on the f32 path, 18.2-20.2 on the tiles. */
 static void resolve(fe_op_ctx *c) {
-    const bool tiles = c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_bf16;
+    /* the tiles take an f16 cache, whose values two bf16 parts hold exactly */
+    const bool tiles = c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_bf16 &&
+                       c->operands[1].dtype == FE_DTYPE_F16;
     if (!c->tunable_set[MHA_ROWS]) {
-        c->tunables[MHA_ROWS] = c->params[MHA_P_CAUSAL] == 0 || c->ext[MHA_SQ] >= FE_MHA_LANES;
+        const bool rows = c->params[MHA_P_CAUSAL] == 0 || c->ext[MHA_SQ] >= FE_MHA_LANES;
+        c->tunables[MHA_ROWS] = rows ? (tiles ? 2 : 1) : 0;
         c->tunable_set[MHA_ROWS] = true;
     }
     if (c->tunables[MHA_ROWS] == 2 && !tiles) c->tunables[MHA_ROWS] = 1;
+    /* the tiles convert each key block once an item, for B_q rows: 64 where not given (the
+     * Llama 3.2 1B shape's last chunk of a 2048-token prompt, 2 workers of the Xeon: 26.1 ms
+     * at B_q 16, 21.5 at 32, 19.1 at 64; B_kv 32, 64 and 128 within 3 % of each other) */
+    if (c->tunables[MHA_ROWS] == 2 && !c->tunable_set[MHA_BQ]) {
+        c->tunables[MHA_BQ] = 64;
+        c->tunable_set[MHA_BQ] = true;
+    }
     /* kv_split: a decode step (one row block) has one item per kv head, which reads that
      * head's slice of every key row (a stride of the whole row apart, as the memory serves
      * it worst) and leaves workers idle wherever they do not divide the kv heads (SmolLM2's
@@ -286,6 +299,33 @@ static const fe_case cases[] = {
      .lo = -4, .hi = 4, .tunables = {{"row_block", 1}}, .n_tunables = 1},
     {CASE("rows_bidir_window", 18, 50, 2, 2, 24), .params = {BIDIR, {"window", 6}},
      .n_params = 2},
+    /* row_block = 2, the AMX tiles over an f16 cache (1 where the device has none, or the
+     * cache is f32: the row-blocked path): an item past one tile of 16 rows and a short last
+     * tile, B_q's tiles of 64 rows with a causal diagonal inside a tile, head_dims off the 32
+     * values a tile step takes (40, 24) and past two value tiles (D 128, 256), blocks of 16
+     * keys (shorter than a tile of keys), of 128 and 256, windows both sides, grouped heads by
+     * three and four, sharp scores, rows with few keys; and an f32 cache given 2 */
+    {CASE("f16/tiles_rows_past_tile", 20, 60, 4, 1, 64), .tunables = {{"row_block", 2}},
+     .n_tunables = 1},
+    {CASE("f16/tiles_chunk", 70, 150, 6, 2, 64), .tunables = {{"row_block", 2}, {"B_q", 64}},
+     .n_tunables = 2},
+    {CASE("f16/tiles_d40_gqa3", 33, 90, 9, 3, 40), .tunables = {{"row_block", 2}},
+     .n_tunables = 1},
+    {CASE("f16/tiles_d24_bidir_window", 18, 50, 2, 2, 24), .params = {BIDIR, {"window", 6}},
+     .n_params = 2, .tunables = {{"row_block", 2}}, .n_tunables = 1},
+    {CASE("f16/tiles_d128_bkv16", 17, 70, 4, 2, 128),
+     .tunables = {{"row_block", 2}, {"B_kv", 16}}, .n_tunables = 2},
+    {CASE("f16/tiles_d256_bkv256", 24, 300, 4, 1, 256), .params = {BIDIR}, .n_params = 1,
+     .tunables = {{"row_block", 2}, {"B_kv", 256}, {"B_q", 32}}, .n_tunables = 3},
+    {CASE("f16/tiles_bkv128_window", 40, 200, 4, 2, 64), .params = {{"window", 50}},
+     .n_params = 1, .tunables = {{"row_block", 2}, {"B_kv", 128}, {"B_q", 64}},
+     .n_tunables = 3},
+    {CASE("f16/tiles_sharp", 16, 40, 4, 4, 32), .params = {{"scale", 0.5}}, .n_params = 1,
+     .lo = -4, .hi = 4, .tunables = {{"row_block", 2}}, .n_tunables = 1},
+    {CASE("f16/tiles_d40_bidir", 21, 45, 3, 1, 40), .params = {BIDIR}, .n_params = 1,
+     .tunables = {{"row_block", 2}}, .n_tunables = 1},
+    {CASE("tiles_f32_cache", 20, 60, 4, 1, 64), .tunables = {{"row_block", 2}},
+     .n_tunables = 1},
     /* kv_split: key segments over every kv head, combined after the step's barrier. The
      * catalog's values keep q_offset at 0, where a causal decode row attends one key, so the
      * one-row cases are bidirectional (the one query attends every key, a decode step's work

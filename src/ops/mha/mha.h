@@ -144,11 +144,11 @@ static inline int64_t fe_mha_split_default(const fe_domain *dom, int64_t w) {
  * (group x 2 x FE_MHA_LANES). Each part starts on a 64-byte line.
  * row_block = 2 (the same path on AMX tiles, amx.inc) adds, with Dp = D up to a multiple of
  * 32, Bk = B_kv up to one and T = the item's tiles of 16 rows (B_q / 16, at least one):
- *   tq  every (head, row tile)'s q^T tiles, bf16 high and low parts: Dp / 32 steps of 2 KiB
+ *   tq  every (head, row tile)'s q^T tiles, three bf16 parts: Dp / 32 steps of 3 KiB
  *   to  every (head, row tile)'s o^T (Dp x 16 floats) and trm its running max and sum (2 x 16)
  *   tk  the block's keys, high and low parts (2 x Bk x Dp halves)
  *   tv  the block's values transposed, high and low parts (2 x Dp x Bk halves)
- *   tp  a head's weights p as pairs of keys, high and low parts (2 x Bk / 2 x 16 words)
+ *   tp  a head's weights p as pairs of keys, three parts (3 x Bk / 2 x 16 words)
  *   tc  a head's p . v of the block (Dp x 16 floats) */
 #define FE_MHA_LANES 16 /* the widest vector (AVX-512's 16 floats) */
 typedef struct fe_mha_ws {
@@ -179,13 +179,13 @@ static inline void fe_mha_tiles_parts(const fe_design *d, int64_t group, int64_t
                                       int64_t out[7]) {
     const int64_t dp = fe_mha_tiles_dp(head_dim), bk = fe_mha_tiles_bk(d);
     const int64_t ht = group * fe_mha_tiles_t(d);
-    out[0] = ht * dp / 32 * 512;   /* tq */
+    out[0] = ht * dp / 32 * 768;   /* tq: three parts */
     out[1] = ht * dp * 16;         /* to */
     out[2] = ht * 2 * 16;          /* trm */
     out[3] = dp * 16;              /* tc */
     out[4] = bk * dp;              /* tk: 2 x Bk x Dp halves */
     out[5] = bk * dp;              /* tv */
-    out[6] = bk * 16;              /* tp: 2 x Bk / 2 x 16 words */
+    out[6] = 3 * bk / 2 * 16;      /* tp: 3 parts x Bk / 2 key pairs x 16 words */
 }
 
 /* Bytes per worker (a multiple of 64). */
