@@ -23,7 +23,7 @@ static const fe_param_decl params[] = {
 
 static const fe_tunable_decl tunables[] = {
     [MHA_WIDTH] = {"WIDTH", {.kind = FE_DOMAIN_WIDTH}, 0, true, "workers the step uses"},
-    [MHA_BQ] = {"B_q", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 8, 16, 32, 64}, .n_choices = 6},
+    [MHA_BQ] = {"B_q", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 8, 16, 32, 64, 128}, .n_choices = 7},
                 16, true,
                 "query rows per work item: each key/value block read is reused by B_q rows "
                 "times the group's q heads; workers take (row block, kv head) items"},
@@ -70,12 +70,14 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[MHA_ROWS] = true;
     }
     if (c->tunables[MHA_ROWS] == 2 && !tiles) c->tunables[MHA_ROWS] = 1;
-    /* the tiles convert each key block once an item, for B_q rows: 64 where not given (the
-     * Llama 3.2 1B shape's last chunk of a 2048-token prompt, 2 workers of the Xeon: 26.1 ms
-     * at B_q 16, 21.5 at 32, 19.1 at 64; B_kv 32, 64 and 128 within 3 % of each other) */
-    if (c->tunables[MHA_ROWS] == 2 && !c->tunable_set[MHA_BQ]) {
-        c->tunables[MHA_BQ] = 64;
-        c->tunable_set[MHA_BQ] = true;
+    /* the tiles convert each key block once an item, for B_q rows: 128 and B_kv 32 where
+     * not given (the Llama 3.2 1B shape's last chunk of a 2048-token prompt, 2 workers of the
+     * Xeon, ms: B_q 32 25.6, 64 23.0-23.3, 128 21.8 at B_kv 32; B_q 128 at B_kv 16 30.0, at
+     * 64 23.4-23.8). The kernel takes fewer rows an item where a call's rows would leave
+     * fewer than four items a worker (amx.inc). */
+    if (c->tunables[MHA_ROWS] == 2) {
+        if (!c->tunable_set[MHA_BQ]) c->tunables[MHA_BQ] = 128, c->tunable_set[MHA_BQ] = true;
+        if (!c->tunable_set[MHA_BKV]) c->tunables[MHA_BKV] = 32, c->tunable_set[MHA_BKV] = true;
     }
     /* kv_split: a decode step (one row block) has one item per kv head, which reads that
      * head's slice of every key row (a stride of the whole row apart, as the memory serves
@@ -325,6 +327,11 @@ static const fe_case cases[] = {
     {CASE("f16/tiles_d40_bidir", 21, 45, 3, 1, 40), .params = {BIDIR}, .n_params = 1,
      .tunables = {{"row_block", 2}}, .n_tunables = 1},
     {CASE("tiles_f32_cache", 20, 60, 4, 1, 64), .tunables = {{"row_block", 2}},
+     .n_tunables = 1},
+    /* resolve's tiles defaults (B_q 128, B_kv 32): eight row tiles an item, a last item of
+     * 4 rows; and a call whose rows leave too few items, so the kernel takes fewer a time */
+    {CASE("f16/tiles_bq128", 260, 300, 8, 4, 64)},
+    {CASE("f16/tiles_few_items", 40, 100, 4, 1, 64), .tunables = {{"row_block", 2}},
      .n_tunables = 1},
     /* kv_split: key segments over every kv head, combined after the step's barrier. The
      * catalog's values keep q_offset at 0, where a causal decode row attends one key, so the
