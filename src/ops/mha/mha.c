@@ -59,7 +59,7 @@ static const fe_tunable_decl tunables[] = {
  * (4 rows: 1.6x the time), hence the bound. The greedy answers the tests pin hold with it.
  * Where the device has AMX-BF16 the same path runs on the tiles (row_block = 2, amx.inc):
  * the Llama 3.2 1B shape's last 512-row chunk of a 2048-token prompt (32 / 8 heads, f16
- * cache), 2 workers of the Xeon, 32.4-34.8 ms on the f32 path, 18.2-20.2 on the tiles. */
+ * cache), 2 workers of the Xeon, 31.9-32.3 ms on the f32 path, 21.8-22.1 on the tiles. */
 static void resolve(fe_op_ctx *c) {
     /* the tiles take an f16 cache, whose values two bf16 parts hold exactly */
     const bool tiles = c->dev->isa >= FE_ISA_AVX512 && c->dev->features.amx_bf16 &&
