@@ -26,20 +26,22 @@ static const fe_tunable_decl tunables[] = {
     [MHA_BQ] = {"B_q", {.kind = FE_DOMAIN_CHOICES, .choices = {1, 4, 8, 16, 32, 64, 128}, .n_choices = 7},
                 16, true,
                 "query rows per work item: each key/value block read is reused by B_q rows "
-                "times the group's q heads; workers take (row block, kv head) items"},
+                "times the group's q heads; workers take (row block, kv head) items "
+                "(row_block 2: 128 unless given, and fewer where a call's rows would leave "
+                "under four items a worker)"},
     [MHA_BKV] = {"B_kv", {.kind = FE_DOMAIN_CHOICES, .choices = {16, 32, 64, 128, 256},
                           .n_choices = 5}, 64, true,
                  "keys per block: scores of one block live in the workspace; causal and window "
-                 "ranges skip whole blocks"},
+                 "ranges skip whole blocks (row_block 2: 32 unless given)"},
     [MHA_ROWS] = {"row_block", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2}, .n_choices = 3},
                   0, true,
                   "1: an item of >= 4 rows runs a vector of rows at a time, one lane a row "
                   "(scores by broadcasting keys against q^T, softmax down the keys, no sums "
-                  "across lanes); 2: the same on AMX-BF16 tiles, 16 rows a tile, each operand "
-                  "split into two bf16 parts (three tile products a product: within the f32 "
-                  "path's tolerance); 0: one row at a time (resolve: 1 where bidirectional or "
-                  "Sq >= 16: prefill chunks, 2 there where the device has AMX-BF16; a given 2 "
-                  "is 1 where it has not)"},
+                  "across lanes); 2: the same on AMX-BF16 tiles over an f16 cache, 16 rows a "
+                  "tile, k and v in two bf16 parts (exactly), q and p in three, five tile "
+                  "products a product (the f32 paths' tolerance); 0: one row at a time "
+                  "(resolve: 1 where bidirectional or Sq >= 16: prefill chunks, 2 there where "
+                  "the device has AMX-BF16 and the cache is f16; a given 2 is 1 elsewhere)"},
     [MHA_SPLIT] = {"kv_split", FE_MHA_SPLIT_DOMAIN, 0, true,
                    "S >= 1: the keys cut into S segments of whole B_kv blocks, a work item one "
                    "segment over every kv head (a block's rows, all heads side by side, read "
