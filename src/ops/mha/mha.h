@@ -170,13 +170,13 @@ static inline int64_t fe_mha_tiles_bk(const fe_design *d) {
     return (d->tunables[MHA_BKV] + 31) / 32 * 32;
 }
 static inline int64_t fe_mha_tiles_t(const fe_design *d) {
-    const int64_t bq = d->tunables[MHA_BQ];
-    return bq < FE_MHA_TILE_ROWS ? 1 : (bq + FE_MHA_TILE_ROWS - 1) / FE_MHA_TILE_ROWS;
+    return (d->tunables[MHA_BQ] + FE_MHA_TILE_ROWS - 1) / FE_MHA_TILE_ROWS;
 }
 
 /* row_block = 2's parts' floats (4-byte units), in the order of fe_mha_ws */
+enum { FE_MHA_TILE_PARTS = 7 };
 static inline void fe_mha_tiles_parts(const fe_design *d, int64_t group, int64_t head_dim,
-                                      int64_t out[7]) {
+                                      int64_t out[FE_MHA_TILE_PARTS]) {
     const int64_t dp = fe_mha_tiles_dp(head_dim), bk = fe_mha_tiles_bk(d);
     const int64_t ht = group * fe_mha_tiles_t(d);
     out[0] = ht * dp / 32 * 768;   /* tq: three parts */
@@ -196,9 +196,9 @@ static inline size_t fe_mha_ws_per_worker(const fe_design *d, int64_t group, int
                2 * fe_mha_lines(group * head_dim * FE_MHA_LANES) +
                fe_mha_lines(group * 2 * FE_MHA_LANES);
     if (d->tunables[MHA_ROWS] == 2) {
-        int64_t p[7];
+        int64_t p[FE_MHA_TILE_PARTS];
         fe_mha_tiles_parts(d, group, head_dim, p);
-        for (int i = 0; i < 7; i++) b += fe_mha_lines(p[i]);
+        for (int i = 0; i < FE_MHA_TILE_PARTS; i++) b += fe_mha_lines(p[i]);
     }
     return b;
 }
@@ -228,22 +228,13 @@ static inline fe_mha_ws fe_mha_ws_at(void *ws, const fe_design *d, int64_t group
     p += fe_mha_lines(group * head_dim * FE_MHA_LANES);
     w.rm = (float *)p;
     if (d->tunables[MHA_ROWS] == 2) {
-        int64_t t[7];
+        int64_t t[FE_MHA_TILE_PARTS];
+        char *at[FE_MHA_TILE_PARTS]; /* the parts, in fe_mha_tiles_parts' order */
         fe_mha_tiles_parts(d, group, head_dim, t);
         p += fe_mha_lines(group * 2 * FE_MHA_LANES);
-        w.tq = p;
-        p += fe_mha_lines(t[0]);
-        w.to = (float *)p;
-        p += fe_mha_lines(t[1]);
-        w.trm = (float *)p;
-        p += fe_mha_lines(t[2]);
-        w.tc = (float *)p;
-        p += fe_mha_lines(t[3]);
-        w.tk = (uint16_t *)p;
-        p += fe_mha_lines(t[4]);
-        w.tv = (uint16_t *)p;
-        p += fe_mha_lines(t[5]);
-        w.tp = (uint32_t *)p;
+        for (int i = 0; i < FE_MHA_TILE_PARTS; p += fe_mha_lines(t[i]), i++) at[i] = p;
+        w.tq = at[0], w.to = (float *)at[1], w.trm = (float *)at[2], w.tc = (float *)at[3];
+        w.tk = (uint16_t *)at[4], w.tv = (uint16_t *)at[5], w.tp = (uint32_t *)at[6];
     }
     return w;
 }
