@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "lm/model/causal.h"
+#include "lm/model/dots.h"
 #include "lm/eval/checks.h"
 #include "lm/eval/oracle.h"
 #include "support/testing.h"
@@ -95,6 +96,47 @@ static void causal_matches_the_oracle_teacher_forced(void **s) {
     prefill_dot = FE_PREFILL_DOT_BF16; /* what `ferrum generate` uses on bf16 matrices */
     check_against_oracle(&c, FE_DTYPE_BF16, 40);
     prefill_dot = FE_PREFILL_DOT_F32;
+}
+
+/* bf16 dot products over block matrices (their values rounded to bf16 as well: GEMM act_bf16
+ * over q8_0 / q4_1 B, AMX-BF16 tiles where the device has them, the f32 path elsewhere) hold
+ * the bf16 bounds against the oracle of the same quantised weights */
+static void bf16_dot_products_over_block_matrices_match_the_oracle(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(true, true);
+    prefill_dot = FE_PREFILL_DOT_BF16;
+    check_against_oracle(&c, FE_DTYPE_Q8_0, 40);
+    check_against_oracle(&c, FE_DTYPE_Q4_1, 40);
+    prefill_dot = FE_PREFILL_DOT_F32;
+}
+
+/* The prefill's dot products resolved (lm/model/dots.h): bf16 over bf16 matrices; over block
+ * matrices int8, or bf16 where asked, and by default where the device's tiles serve them */
+static void prefill_dots_resolve_by_choice_and_device(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(true, true);
+    fe_llama_weights w;
+    fe_error err;
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_Q8_0, 7, &w, &err), FE_OK);
+    const uint32_t q8 = 1u << FE_DTYPE_Q8_0;
+    fe_prefill_dots d;
+    assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_BF16, &w, test_dev, &d, &err), FE_OK);
+    assert_false(d.act_bf16);
+    assert_false(d.act_int8);
+    assert_int_equal(d.bf16_blocks, q8);
+    assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_INT8, &w, test_dev, &d, &err), FE_OK);
+    assert_true(d.act_int8);
+    assert_int_equal(d.bf16_blocks, 0);
+    assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_F32, &w, test_dev, &d, &err), FE_OK);
+    assert_false(d.act_int8 || d.act_bf16 || d.bf16_blocks);
+    assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_AUTO, &w, test_dev, &d, &err), FE_OK);
+    assert_true(d.act_int8);
+    assert_int_equal(d.bf16_blocks, q8 & fe_prefill_bf16_blocks(test_dev));
+    const fe_device_info *info = fe_device_get_info(test_dev);
+    assert_int_equal(d.bf16_blocks != 0, info->isa >= FE_ISA_AVX512 &&
+                                             info->features.avx512bf16 &&
+                                             info->features.amx_bf16);
+    fe_llama_weights_free(&w);
 }
 
 /* bf16 (int8) dot products are refused by name where the matrices are not bf16 (none is in
@@ -303,6 +345,8 @@ static void llama_does_not_grow_with_the_context(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(causal_matches_the_oracle_teacher_forced),
+        cmocka_unit_test(bf16_dot_products_over_block_matrices_match_the_oracle),
+        cmocka_unit_test(prefill_dots_resolve_by_choice_and_device),
         cmocka_unit_test(prefill_dot_bf16_needs_bf16_matrices),
         cmocka_unit_test(prefill_dot_int8_needs_block_matrices),
         cmocka_unit_test(llama_3_2_1b_shape_matches_the_oracle),

@@ -69,11 +69,13 @@ static int generate_options(gen_parse *p, arg_opt *t) {
             "it was drawn from, before penalties and temperature) and the N most likely tokens'"),
         FLAG("verbose", &a->verbose, "print the graph's packaging and per-call values"),
         {"prefill-dot", 0, ARG_CHOICE, NULL,
-         "prefill dot products: bf16 (over bf16 matrices) rounds the activations to bf16 (~1.7x "
-         "faster where the CPU has AVX512_BF16, as llama.cpp does; ~5x where it has AMX-BF16 "
-         "tiles), int8 (over block "
-         "matrices; by default only q8_0/q4_0/q4_1) quantises them per block and sums exact integer products (as llama.cpp's "
-         "Q8 activations), f32 is exact", "bf16 or int8 by the matrices",
+         "prefill dot products: bf16 rounds the activations to bf16, and block matrices' "
+         "values too (bf16 dot products: ~1.7x f32 where the CPU has AVX512_BF16, as llama.cpp "
+         "does; AMX-BF16 tiles where it has them), int8 (over block matrices) quantises the "
+         "activations per block and sums exact integer products (as llama.cpp's Q8 "
+         "activations), f32 is exact",
+         "bf16 over bf16 matrices; over q8_0/q4_0/q4_1/q5_0 bf16 where the CPU has AMX-BF16 "
+         "(faster and nearer the f32 logits than int8), else int8",
          .choices = prefill_dots, .i = &p->prefill_dot},
         {"decode-dot", 0, ARG_CHOICE, NULL,
          "GEMV dot products over block matrices (q8_0 .. q6_k): int8 quantises the activations "

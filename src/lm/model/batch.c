@@ -13,13 +13,15 @@
 #include "core/error.h"
 #include "lm/model/blocks.h"
 #include "lm/model/causal.h" /* its dot-product choices (fe_causal_options) */
+#include "lm/model/dots.h"
 #include "lm/model/rope_table.h"
 
 struct fe_batch {
     fe_device *dev;
     const fe_llama_weights *w;
     fe_batch_options o;
-    bool prefill_bf16, prefill_int8, decode_int8;
+    fe_prefill_dots dots; /* the prefill's (lm/model/dots.h) */
+    bool decode_int8;
     fe_graph *g;
     float *rope;        /* (max_seq_len, head_dim) */
     int32_t *chunk;     /* (C) the prefill input */
@@ -97,8 +99,9 @@ static fe_h slot_cache(fe_trace *t, const fe_batch *b, int64_t l, const char *kv
 static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t hd = c->head_dim, C = b->o.chunk;
-    fe_block_mode mm = {.act_bf16 = b->prefill_bf16, .act_int8 = b->prefill_int8,
-                        .eps = c->rms_eps, .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
+    fe_block_mode mm = {.act_bf16 = b->dots.act_bf16, .act_int8 = b->dots.act_int8,
+                        .eps = c->rms_eps, .bf16_blocks = b->dots.bf16_blocks,
+                        .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
     fe_val slot = fe_scratchpad(t, "slot"), pos = fe_scratchpad(t, "position");
     fe_val n = fe_scratchpad(t, "n"), end = fe_val_sum(t, pos, n);
     fe_h x = fe_take(t, fe_weight(t, "embed"), fe_bound(t, fe_input(t, "tokens"), 0, n));
@@ -252,28 +255,9 @@ static fe_status compile_versions(fe_batch *b) {
 }
 
 /* The dot products as fe_causal_create resolves them. */
-static fe_status resolve_dots(fe_batch *b, fe_error *err) {
-    const fe_lm_config *c = &b->w->cfg;
-    bool all_bf16 = true, any_block = false;
-    for (int64_t l = 0; l < c->n_layers; l++) {
-        const fe_llama_layer *L = &b->w->layers[l];
-        const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-            all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
-            any_block |= ms[i]->dtype == FE_DTYPE_Q8_0 || ms[i]->dtype == FE_DTYPE_Q4_0 ||
-                         ms[i]->dtype == FE_DTYPE_Q4_1;
-        }
-    }
-    if (b->o.prefill_dot == FE_PREFILL_DOT_INT8 && !any_block)
-        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in int8 need layer matrices in "
-                            "q8_0, q4_0 or q4_1; use f32 dot products");
-    if (b->o.prefill_dot == FE_PREFILL_DOT_BF16 && !all_bf16)
-        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in bf16 need every layer matrix "
-                            "in bf16; use f32 dot products");
-    b->prefill_bf16 = all_bf16 && (b->o.prefill_dot == FE_PREFILL_DOT_AUTO || b->o.prefill_dot == FE_PREFILL_DOT_BF16);
-    b->prefill_int8 = b->o.prefill_dot == FE_PREFILL_DOT_AUTO || b->o.prefill_dot == FE_PREFILL_DOT_INT8;
+static fe_status resolve_dots(fe_batch *b, fe_device *dev, fe_error *err) {
     b->decode_int8 = b->o.decode_dot != FE_DECODE_DOT_F32;
-    return FE_OK;
+    return fe_prefill_dots_resolve(b->o.prefill_dot, b->w, dev, &b->dots, err);
 }
 
 fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_batch_options *o,
@@ -297,7 +281,7 @@ fe_status fe_batch_create(fe_device *dev, const fe_llama_weights *w, const fe_ba
     b->o = *o;
     if (b->o.chunk <= 0) b->o.chunk = 256;
     if (b->o.chunk > b->o.max_seq_len) b->o.chunk = b->o.max_seq_len;
-    fe_status st = resolve_dots(b, err);
+    fe_status st = resolve_dots(b, dev, err);
     b->rope = fe_aligned_alloc(64, (size_t)(b->o.max_seq_len * c->head_dim) * sizeof(float));
     b->chunk = fe_calloc((size_t)b->o.chunk, sizeof *b->chunk);
     b->rows = fe_calloc((size_t)o->slots, sizeof *b->rows);

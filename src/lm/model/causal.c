@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "lm/model/blocks.h"
+#include "lm/model/dots.h"
 #include "lm/model/gemma3.h"
 #include "lm/model/rope_table.h"
 
@@ -20,8 +21,7 @@ struct fe_causal {
     fe_device *dev;
     const fe_llama_weights *w;
     fe_causal_options o;
-    bool prefill_bf16;  /* the prefill GEMMs use act_bf16 (o.prefill_dot resolved) */
-    bool prefill_int8;  /* the prefill GEMMs over block matrices use act_int8 (likewise) */
+    fe_prefill_dots dots; /* the prefill GEMMs' act_bf16 / act_int8 (o.prefill_dot resolved) */
     fe_graph *g;
     float *rope;        /* (max_seq_len, head_dim): cos then sin of the head_dim/2 angles */
     float *rope_local;  /* Gemma 3: the same for the local layers' base; else NULL */
@@ -53,8 +53,9 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
-    fe_block_mode mm = {decode, !decode && m->prefill_bf16,
-                        decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->prefill_int8, c->rms_eps,
+    fe_block_mode mm = {decode, !decode && m->dots.act_bf16,
+                        decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->dots.act_int8, c->rms_eps,
+                        .bf16_blocks = decode ? 0 : m->dots.bf16_blocks,
                         .hand_fused = m->o.body == FE_BODY_HAND_FUSED};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");
@@ -187,33 +188,11 @@ fe_status fe_causal_create(fe_device *dev, const fe_llama_weights *w, const fe_c
         return fe_error_set(err, FE_E_DTYPE, "a KV cache in %s: the cache keeps f32 or f16",
                             kvt < FE_DTYPE_COUNT ? fe_dtype_info(kvt)->name : "an unknown dtype");
     }
-    bool all_bf16 = true; /* act_bf16 needs every layer matrix in bf16 */
-    bool any_block = false; /* act_int8 needs some in blocks */
-    for (int64_t l = 0; l < c->n_layers; l++) {
-        const fe_llama_layer *L = &w->layers[l];
-        const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-            all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
-            any_block |= fe_dtype_info(ms[i]->dtype)->block > 1;
-        }
-    }
-    if (m->o.prefill_dot == FE_PREFILL_DOT_INT8 && !any_block) {
+    const fe_status dots = fe_prefill_dots_resolve(m->o.prefill_dot, w, dev, &m->dots, err);
+    if (dots != FE_OK) {
         fe_causal_destroy(m);
-        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in int8 need layer matrices "
-                            "in blocks (q8_0 .. q6_k); this model's are %s: use f32 dot products "
-                            "(or bf16 for bf16 matrices)",
-                            fe_dtype_info(w->layers[0].wq.dtype)->name);
+        return dots;
     }
-    if (m->o.prefill_dot == FE_PREFILL_DOT_BF16 && !all_bf16) {
-        fe_causal_destroy(m);
-        return fe_error_set(err, FE_E_DTYPE, "prefill dot products in bf16 need every layer matrix "
-                            "in bf16; this model's are %s: use f32 dot products (the default for it)",
-                            fe_dtype_info(w->layers[0].wq.dtype)->name);
-    }
-    m->prefill_bf16 = all_bf16 && (m->o.prefill_dot == FE_PREFILL_DOT_AUTO ||
-                                   m->o.prefill_dot == FE_PREFILL_DOT_BF16);
-    m->prefill_int8 = m->o.prefill_dot == FE_PREFILL_DOT_AUTO ||
-                      m->o.prefill_dot == FE_PREFILL_DOT_INT8;
     fe_status st = FE_OK;
     if (c->max_context > 0 && m->o.max_seq_len > c->max_context)
         st = fe_error_set(err, FE_E_INVALID, "max_seq_len %lld exceeds the model's context of %lld; "

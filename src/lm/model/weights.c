@@ -8,6 +8,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/quant.h"
 
 void fe_llama_weights_free(fe_llama_weights *w) {
     if (!w) return;
@@ -70,9 +71,11 @@ static fe_status layout(const fe_lm_config *cfg, fe_dtype dtype, fe_llama_weight
                         int *n, fe_error *err) {
     memset(out, 0, sizeof *out);
     *s = NULL;
-    if (dtype != FE_DTYPE_F32 && dtype != FE_DTYPE_BF16)
-        return fe_error_set(err, FE_E_DTYPE, "random weights are f32 or bf16; %s was asked",
-                            fe_dtype_info(dtype) ? fe_dtype_info(dtype)->name : "?");
+    const fe_dtype_traits *tr = fe_dtype_info(dtype);
+    if (dtype != FE_DTYPE_F32 && dtype != FE_DTYPE_BF16 && dtype != FE_DTYPE_Q8_0 &&
+        dtype != FE_DTYPE_Q4_0 && dtype != FE_DTYPE_Q4_1)
+        return fe_error_set(err, FE_E_DTYPE, "random weights are f32, bf16, q8_0, q4_0 or q4_1; "
+                            "%s was asked", tr ? tr->name : "?");
     fe_status st = fe_lm_config_validate(cfg, err);
     if (st != FE_OK) return st;
     out->cfg = *cfg;
@@ -85,6 +88,17 @@ static fe_status layout(const fe_lm_config *cfg, fe_dtype dtype, fe_llama_weight
         return fe_error_set(err, FE_E_NOMEM, "out of memory for the weight table");
     }
     *n = specs_of(cfg, out, *s);
+    for (int i = 0; i < *n; i++)
+        if (!(*s)[i].norm && (*s)[i].cols % tr->block != 0) {
+            const int64_t cols = (*s)[i].cols;
+            fe_free(*s);
+            *s = NULL;
+            fe_llama_weights_free(out);
+            return fe_error_set(err, FE_E_SHAPE, "random %s weights need rows of whole %d-element "
+                                "blocks; a matrix has %lld columns: give hidden, heads x head_dim "
+                                "and ffn in multiples of %d, or f32 / bf16 weights", tr->name,
+                                tr->block, (long long)cols, tr->block);
+        }
     return FE_OK;
 }
 
@@ -127,12 +141,24 @@ fe_status fe_llama_weights_random(const fe_lm_config *cfg, fe_dtype dtype, uint6
         fe_dtype dt = s[i].norm ? FE_DTYPE_F32 : dtype;
         /* uniform in [-a, a] has std a / sqrt 3: std 1 / sqrt(fan_in) */
         double a = s[i].norm ? 0.1 : sqrt(3.0 / (double)s[i].cols);
+        const bool blocks = fe_dtype_info(dt)->block > 1; /* drawn in f32, quantised a row at a time */
+        float *row = blocks ? fe_malloc((size_t)s[i].cols * sizeof *row) : NULL;
+        if (blocks && !row) {
+            fe_free(s);
+            fe_llama_weights_free(out);
+            return fe_error_set(err, FE_E_NOMEM, "out of memory for a row of random weights");
+        }
         for (int64_t e = 0; e < cnt; e++) {
             double u = (double)(splitmix(&rng) >> 11) / 9007199254740992.0 * 2 - 1;
             float v = (float)((s[i].norm ? 1.0 : 0.0) + a * u);
-            if (dt == FE_DTYPE_F32) ((float *)mem)[e] = v;
+            if (blocks) {
+                row[e % s[i].cols] = v;
+                if ((e + 1) % s[i].cols == 0)
+                    fe_quant_row(dt, row, mem + fe_dtype_bytes(dt, e + 1 - s[i].cols), s[i].cols);
+            } else if (dt == FE_DTYPE_F32) ((float *)mem)[e] = v;
             else ((uint16_t *)mem)[e] = fe_f32_to_bf16(v);
         }
+        fe_free(row);
         *s[i].t = fe_tensor_contiguous(mem, dt, s[i].rank, shape);
         mem += (fe_dtype_bytes(dt, cnt) + 63) & ~(size_t)63;
     }

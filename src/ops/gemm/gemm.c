@@ -31,9 +31,10 @@ static const fe_param_decl params[] = {
     [GM_P_CMAX] = {"clamp_max", FE_PARAM_FLOAT, 0, 1, 0, NULL,
                    "upper clamp; clamp_min = clamp_max (default 0, 0) turns the clamp off"},
     [GM_P_BF16] = {"act_bf16", FE_PARAM_BOOL, 0, 1, 0, NULL,
-                   "bf16 b only: a rounded to bf16 (to nearest even, denormals to zero), so "
-                   "each product is of two bf16 values, exact, summed in f32 (vdpbf16ps where "
-                   "the device has AVX512_BF16: twice the multiply-adds of an f32 FMA)"},
+                   "bf16 or block b (q8_0 .. q6_k): a rounded to bf16 (to nearest even, "
+                   "denormals to zero), and a block b's decoded values too, so each product "
+                   "is of two bf16 values, exact, summed in f32 (vdpbf16ps where the device "
+                   "has AVX512_BF16: twice the multiply-adds of an f32 FMA; AMX-BF16 tiles)"},
     [GM_P_INT8] = {"act_int8", FE_PARAM_BOOL, 0, 1, 0, NULL,
                    "block b only (q8_0, q4_0, q4_1, q5_0, q4_k, q6_k): a quantised per row and "
                    "32-block (256-block for q4_k/q6_k, llama.cpp's q8_K) to int8 as GEMV's "
@@ -159,9 +160,10 @@ static fe_status infer(fe_op_ctx *c) {
                                 "absent (rank 0)", operands[like_c[i]].name, (long long)M,
                                 (long long)N, (long long)x->shape[0], (long long)x->shape[1]);
     }
-    if (c->params[GM_P_BF16] != 0 && b->dtype != FE_DTYPE_BF16)
-        return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 (products of two bf16 "
-                            "values); b is %s: set act_bf16 = 0, or store b as bf16", bt->name);
+    if (c->params[GM_P_BF16] != 0 && b->dtype != FE_DTYPE_BF16 && bt->block <= 1)
+        return fe_op_refuse(c, FE_E_INVALID, "act_bf16 needs b in bf16 or in blocks (q8_0 .. "
+                            "q6_k, whose values round to bf16: products of two bf16 values); b "
+                            "is %s: set act_bf16 = 0, or store b as bf16", bt->name);
     if (c->params[GM_P_INT8] != 0 && bt->block <= 1)
         return fe_op_refuse(c, FE_E_INVALID, "act_int8 needs b in blocks (q8_0, q4_0, q4_1, "
                             "q5_0, q4_k or q6_k: integer dot products per block); b is %s: set "
@@ -249,11 +251,17 @@ static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, doub
 
 static void resolve(fe_op_ctx *c) {
     const bool kc_given = c->tunable_set[GM_KC], nc_given = c->tunable_set[GM_NC];
-    bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
-               c->dev->features.avx512bf16;
-    const bool amx = can && c->dev->features.amx_bf16;
-    if (!c->tunable_set[GM_DOT] || !can || (c->tunables[GM_DOT] == GM_DOT_AMX && !amx)) {
-        c->tunables[GM_DOT] = amx ? GM_DOT_AMX : can ? GM_DOT_DEFAULT : GM_DOT_OFF;
+    const fe_dtype bdt = c->operands[GM_B].dtype;
+    const bool blocks = fe_dtype_info(bdt)->block > 1;
+    const bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
+                     c->dev->features.avx512bf16;
+    const bool amx = can && c->dev->features.amx_bf16 && (!blocks || gm_amx8_serves(bdt));
+    /* act_bf16 over blocks: the tiles (amx.inc widens the int8 panels) or the f32 path */
+    const bool vec = can && !blocks;
+    const int64_t given = c->tunables[GM_DOT];
+    if (!c->tunable_set[GM_DOT] || (given == GM_DOT_AMX && !amx) ||
+        (given != GM_DOT_AMX && given != GM_DOT_OFF && !vec)) {
+        c->tunables[GM_DOT] = amx ? GM_DOT_AMX : vec ? GM_DOT_DEFAULT : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
     const bool i8 = c->params[GM_P_INT8] != 0;
@@ -396,7 +404,7 @@ static void reference(const fe_args *args, const fe_design *d) {
     const float *A = args->t[GM_A].data;
     const char *B = args->t[GM_B].data;
     float *C = args->t[GM_C].data;
-    const bool bf16 = d->params[GM_P_BF16] != 0;
+    const bool bf16 = d->params[GM_P_BF16] != 0; /* A's and B's values rounded to bf16 */
     if (d->params[GM_P_INT8] != 0) {
         reference_int8(args, d);
         return;
@@ -407,7 +415,8 @@ static void reference(const fe_args *args, const fe_design *d) {
         const int g = (int)(N - n0 < GROUP ? N - n0 : GROUP);
         for (int j = 0; row && w && j < GROUP; j++) {
             if (j < g) fe_dequant_row(dt, B + (n0 + j) * row_bytes, row, K);
-            for (int64_t p = 0; p < k; p++) w[p * GROUP + j] = j < g ? row[p] : 0.0;
+            for (int64_t p = 0; p < k; p++)
+                w[p * GROUP + j] = j >= g ? 0.0 : bf16 ? gm_round_bf16(row[p]) : row[p];
         }
         for (int64_t m = 0; m < rows; m++) {
             const float *x = A + m * K;
@@ -486,7 +495,7 @@ static size_t layout(const fe_args *a, const fe_design *d, int operand, uint64_t
         return fe_gemv_panel_matrix_bytes(d->dtypes[GM_B], N, K);
     }
     const bool dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0 &&
-                     gm_dot_reads_pairs(d->tunables[GM_DOT]);
+                     d->dtypes[GM_B] == FE_DTYPE_BF16 && gm_dot_reads_pairs(d->tunables[GM_DOT]);
     if (!panels && !dot) return 0; /* bf16 k-pairs for either, else none */
     *format = GM_LAYOUT_BF16_PAIRS;
     return (size_t)((N + GM_NR_AVX512 - 1) / GM_NR_AVX512 * GM_NR_AVX512) *
@@ -665,6 +674,29 @@ static const fe_case cases[] = {
     {.name = "bf16/amx_k2599", SHAPE(9, 20, 2599), BF16, .absent = NO_BIAS, AMX},
     {.name = "bf16/amx_tall", SHAPE(600, 20, 23), BF16, .absent = PLAIN, AMX},
     {.name = "bf16/amx_gated", SHAPE(29, 65, 63), BF16, .absent = GATED, AMX},
+    /* act_bf16 over block B (B's values rounded to bf16 too): on the tiles from the
+     * GEMV's panels (b_panels = 1, the default where they serve) and from B's rows, every
+     * dtype they take, M 1..a chunk, N off the panel, K over KC = 2048 with a rest, the
+     * bound k straddling a block (the catalog's middle bound), the epilogues; the f32 path
+     * (bf16_dot = 0, the design where the device has no AMX-BF16) and a K type there */
+    {.name = "q8_0/amx_bf16_odd", SHAPE(7, 33, 96), BF16, .absent = PLAIN, AMX},
+    {.name = "q4_0/amx_bf16_tiles", SHAPE(33, 65, 160), BF16, .absent = NO_RES, AMX},
+    {.name = "q4_1/amx_bf16_all", SHAPE(13, 48, 96),
+     .params = {{"act_bf16", 1}, {"activation", GM_ACT_SILU}, {"clamp_min", -2},
+                {"clamp_max", 2}}, .n_params = 4, AMX},
+    {.name = "q5_0/amx_bf16_gated", SHAPE(29, 65, 224), BF16, .absent = GATED, AMX},
+    {.name = "q8_0/amx_bf16_rows_1", SHAPE(1, 45, 32), BF16, .absent = NO_RES, AMX},
+    {.name = "q8_0/amx_bf16_k2592", SHAPE(40, 40, 2592), BF16, .absent = NO_BIAS, AMX},
+    {.name = "q4_1/amx_bf16_tall", SHAPE(600, 20, 64), BF16, .absent = PLAIN, AMX},
+    {.name = "q8_0/amx_bf16_from_rows", SHAPE(29, 65, 736), BF16, .absent = NO_RES,
+     .tunables = {{"bf16_dot", 3}, {"b_panels", 0}}, .n_tunables = 2},
+    {.name = "q5_0/amx_bf16_from_rows", SHAPE(17, 40, 640), BF16, .absent = PLAIN,
+     .tunables = {{"bf16_dot", 3}, {"b_panels", 0}}, .n_tunables = 2},
+    {.name = "q8_0/bf16_fma", SHAPE(29, 65, 224), BF16, .absent = NO_RES,
+     .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},
+    {.name = "q4_1/bf16_fma", SHAPE(13, 48, 96), BF16, .absent = GATED,
+     .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},
+    {.name = "q4_k/bf16_fma", SHAPE(9, 37, 1024), BF16, .absent = PLAIN},
 #undef AMX
     {.name = "bf16/dot1_tiles", SHAPE(29, 65, 63), BF16, .absent = NO_RES,
      .tunables = {{"bf16_dot", 1}}, .n_tunables = 1},
@@ -885,12 +917,23 @@ static const fe_case cases[] = {
     I8_BENCH("q6_k", 512, 640, 2048), I8_BENCH("q4_k", 512, 2048, 2048),
     I8_BENCH("q6_k", 512, 2048, 2048), I8_BENCH("q4_k", 128, 2048, 2048),
 #undef I8_BENCH
+    /* block B under act_bf16 (its values rounded to bf16: AMX-BF16 tiles where the device
+     * has them), beside the act_int8 cases above of the same shapes */
+#define BF16_BENCH(dt, m, n, k)                                                            \
+    {.name = dt "/bf16_" #m "_" #n "x" #k, SHAPE(m, n, k), BF16, .absent = PLAIN,          \
+     .extensive = true, .bench = true}
+    BF16_BENCH("q4_1", 512, 1536, 576), BF16_BENCH("q4_1", 512, 576, 1536),
+    BF16_BENCH("q8_0", 512, 1536, 576), BF16_BENCH("q4_0", 512, 8192, 2048),
+    BF16_BENCH("q4_0", 512, 2048, 8192), BF16_BENCH("q8_0", 512, 2048, 2048),
+    BF16_BENCH("q5_0", 512, 2048, 640),
+#undef BF16_BENCH
 };
 
 FE_OP_DEFINE(gemm) {
     .name = "GEMM",
     .summary = "C = A.B^T (+ bias) -> activation (x multiplier) (+ residual) -> clamp; B "
-               "f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A rounded to bf16 (bf16 dot products); "
+               "f32/bf16/f16/q8_0/q4_0/q4_1/q5_0/q4_k/q6_k; act_bf16: A (and a block B's values) rounded to "
+               "bf16 (bf16 dot products); "
                "act_int8: A in int8 per 32-block (256 for q4_k/q6_k; integer dot products with "
                "block B)",
     .params = params, .n_params = FE_COUNT(params),
