@@ -167,7 +167,8 @@ static int bench_case(fe_device *dev, const fe_op *op, const fe_case *c, int dot
         tl->failed++;
         return -1;
     }
-    if (int8_choice >= 0 && fe_kernel_tunable(k, "int8_dot") != int8_choice) {
+    if ((int8_choice >= 0 && fe_kernel_tunable(k, "int8_dot") != int8_choice) ||
+        (dot_choice >= 0 && fe_kernel_tunable(k, "bf16_dot") != dot_choice)) {
         tl->cases--; /* resolved to another design: that one ran already */
         fe_kernel_destroy(k);
         return -1;
