@@ -74,7 +74,7 @@ static int generate_options(gen_parse *p, arg_opt *t) {
          "does; AMX-BF16 tiles where it has them), int8 (over block matrices) quantises the "
          "activations per block and sums exact integer products (as llama.cpp's Q8 "
          "activations), f32 is exact",
-         "bf16 over bf16 matrices; over q8_0/q4_0/q4_1/q5_0 bf16 where the CPU has AMX-BF16 "
+         "bf16 over bf16 matrices; over block ones bf16 where the CPU has AMX-BF16 tiles "
          "(faster and nearer the f32 logits than int8), else int8",
          .choices = prefill_dots, .i = &p->prefill_dot},
         {"decode-dot", 0, ARG_CHOICE, NULL,

@@ -206,9 +206,9 @@ FE_API int fe_lm_model_stop_tokens(const fe_lm_model *m, int32_t *out, int cap);
 
 typedef enum fe_lm_prefill_dot {
     FE_LM_PREFILL_DOT_AUTO = 0, /* bf16 dot products over bf16 matrices (activations rounded);
-                                 * over q8_0/q4_0/q4_1/q5_0 ones bf16 too (the matrices' values
+                                 * over block ones (q8_0 .. q6_k) bf16 too (the matrices' values
                                  * rounded as well) where the CPU has AMX-BF16 tiles, else int8
-                                 * (activations quantised); int8 over q4_k/q6_k */
+                                 * (activations quantised) */
     FE_LM_PREFILL_DOT_F32,      /* exact float32 products everywhere */
     FE_LM_PREFILL_DOT_BF16,     /* bf16 dots; every layer matrix must be bf16 or in blocks
                                  * (whose values then round to bf16) */

@@ -30,7 +30,7 @@ typedef struct fe_causal_options {
      * (GEMM act_int8, as llama.cpp's Q8 activations); so do they over q5_0, q4_k and q6_k
      * (per 256-block for the K types, llama.cpp's q8_K); F32 widens the blocks to f32. BF16
      * over block matrices rounds their values to bf16 as well (GEMM act_bf16), and AUTO does
-     * so over q8_0, q4_0, q4_1 and q5_0 where the device has AMX-BF16 tiles (lm/model/dots.h:
+     * so over all of them where the device has AMX-BF16 tiles (lm/model/dots.h:
      * faster there, and nearer the oracle than int8). Other weight dtypes always use f32. */
     enum {
         FE_PREFILL_DOT_AUTO = 0,

@@ -15,7 +15,7 @@ typedef struct fe_prefill_dots {
                            * to bf16 as well) in place of act_int8 */
 } fe_prefill_dots;
 
-/* The block dtypes AUTO multiplies in bf16 on dev: q8_0, q4_0, q4_1 and q5_0 where its
+/* The block dtypes AUTO multiplies in bf16 on dev: q8_0 .. q6_k where its
  * kernels are AVX-512 with AMX-BF16 (the tiles sum a K block without the int8 design's
  * per-block update), none elsewhere. */
 uint32_t fe_prefill_bf16_blocks(const fe_device *dev);

@@ -255,7 +255,7 @@ static void resolve(fe_op_ctx *c) {
     const bool blocks = fe_dtype_info(bdt)->block > 1;
     const bool can = c->params[GM_P_BF16] != 0 && c->dev->isa >= FE_ISA_AVX512 &&
                      c->dev->features.avx512bf16;
-    const bool amx = can && c->dev->features.amx_bf16 && (!blocks || gm_amx8_serves(bdt));
+    const bool amx = can && c->dev->features.amx_bf16 && (!blocks || gm_amx_blocks_serve(bdt));
     /* act_bf16 over blocks: the tiles (amx.inc widens the int8 panels) or the f32 path */
     const bool vec = can && !blocks;
     const int64_t given = c->tunables[GM_DOT];
@@ -676,7 +676,7 @@ static const fe_case cases[] = {
     {.name = "bf16/amx_gated", SHAPE(29, 65, 63), BF16, .absent = GATED, AMX},
     /* act_bf16 over block B (B's values rounded to bf16 too): on the tiles from the
      * GEMV's panels (b_panels = 1, the default where they serve) and from B's rows, every
-     * dtype they take, M 1..a chunk, N off the panel, K over KC = 2048 with a rest, the
+     * dtype they take (the K types' 256-blocks too), M 1..a chunk, N off the panel, K over KC = 2048 with a rest, the
      * bound k straddling a block (the catalog's middle bound), the epilogues; the f32 path
      * (bf16_dot = 0, the design where the device has no AMX-BF16) and a K type there */
     {.name = "q8_0/amx_bf16_odd", SHAPE(7, 33, 96), BF16, .absent = PLAIN, AMX},
@@ -691,6 +691,14 @@ static const fe_case cases[] = {
     {.name = "q8_0/amx_bf16_from_rows", SHAPE(29, 65, 736), BF16, .absent = NO_RES,
      .tunables = {{"bf16_dot", 3}, {"b_panels", 0}}, .n_tunables = 2},
     {.name = "q5_0/amx_bf16_from_rows", SHAPE(17, 40, 640), BF16, .absent = PLAIN,
+     .tunables = {{"bf16_dot", 3}, {"b_panels", 0}}, .n_tunables = 2},
+    {.name = "q4_k/amx_bf16_odd", SHAPE(7, 33, 512), BF16, .absent = PLAIN, AMX},
+    {.name = "q6_k/amx_bf16_tiles", SHAPE(33, 65, 768), BF16, .absent = NO_RES, AMX},
+    {.name = "q4_k/amx_bf16_k2560", SHAPE(17, 40, 2560), BF16, .absent = NO_BIAS, AMX},
+    {.name = "q6_k/amx_bf16_gated", SHAPE(29, 65, 512), BF16, .absent = GATED, AMX},
+    {.name = "q4_k/amx_bf16_from_rows", SHAPE(13, 40, 1024), BF16, .absent = NO_BIAS,
+     .tunables = {{"bf16_dot", 3}, {"b_panels", 0}}, .n_tunables = 2},
+    {.name = "q6_k/amx_bf16_from_rows", SHAPE(9, 37, 512), BF16, .absent = PLAIN,
      .tunables = {{"bf16_dot", 3}, {"b_panels", 0}}, .n_tunables = 2},
     {.name = "q8_0/bf16_fma", SHAPE(29, 65, 224), BF16, .absent = NO_RES,
      .tunables = {{"bf16_dot", 0}}, .n_tunables = 1},

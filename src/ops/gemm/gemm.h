@@ -132,18 +132,23 @@ enum { GM_DOT8_MADD, GM_DOT8_VNNI, GM_DOT8_PAIRS16, GM_DOT8_AMX }; /* int8_dot c
 static inline bool gm_amx8_serves(fe_dtype b) {
     return b == FE_DTYPE_Q8_0 || b == FE_DTYPE_Q4_0 || b == FE_DTYPE_Q4_1 || b == FE_DTYPE_Q5_0;
 }
+/* the block B act_bf16 takes on the AMX-BF16 tiles (widened per run from int8.inc's or
+ * kquant.inc's panels) */
+static inline bool gm_amx_blocks_serve(fe_dtype b) {
+    return gm_amx8_serves(b) || b == FE_DTYPE_Q4_K || b == FE_DTYPE_Q6_K;
+}
 /* whether b_panels = 1 serves, on AVX2 or AVX-512 (the scalar kernel reads B's rows as
  * stored): act_int8 over q8_0, q4_0, q4_1 or q5_0 (B's int8 panels packed from the GEMV's
  * panel layout) or q4_k, q6_k (kquant.inc's panels from the same layout's blocks), act_bf16
- * over q8_0, q4_0, q4_1 or q5_0 on the AMX tiles (the same int8 panels, widened to bf16
- * k-pairs per call), or bf16 B on the
+ * over q8_0, q4_0, q4_1, q5_0, q4_k or q6_k on the AMX tiles (the same panels, widened to
+ * bf16 k-pairs per call), or bf16 B on the
  * f32 path, bf16_dot = 0 (B's f32 panels widened from the k-pair
  * layout, FE_LAYOUT_BF16_PAIRS32, that the decode's GEMV panel = 1 reads: one copy of the
  * weight where the CPU has no bf16 dot product) */
 static inline bool gm_panels_serve(bool act_int8, fe_dtype b, fe_isa isa, int bf16_dot) {
     if (isa < FE_ISA_AVX2) return false;
     if (act_int8) return fe_gemv_panel_serves(b); /* every dtype the GEMV's panels hold */
-    if (bf16_dot == GM_DOT_AMX) return gm_amx8_serves(b); /* act_bf16 over blocks on tiles */
+    if (bf16_dot == GM_DOT_AMX) return gm_amx_blocks_serve(b); /* act_bf16 over blocks */
     return b == FE_DTYPE_BF16 && bf16_dot == GM_DOT_OFF;
 }
 
