@@ -7,9 +7,10 @@
  * The two runs: "q4_1" is llama.cpp on the GGUF as it is, which multiplies Q4_1 weights by
  * activations rounded to Q8_1 (8 bits, one scale a block of 32; Q8_0 for the tied Q8_0 head)
  * and keeps its KV cache in F16, so its logits carry that rounding; ferrum's model for it
- * takes int8 activations in its GEMVs and prefill GEMMs (`ferrum generate`'s default; with
- * f32 prefill GEMMs the KL estimate below was mean 3.5e-3 and top-1 differed at 3 undecided
- * positions, with int8 4.2e-3 and 1; likely llama.cpp's F16 cache and f16 scales move its
+ * takes `ferrum generate`'s default dot products: int8 activations in its GEMVs and, in its
+ * prefill GEMMs, int8, or bf16 where the CPU has AMX-BF16 tiles (lm/model/dots.h; with f32
+ * prefill GEMMs the KL estimate below was mean 3.5e-3 and top-1 differed at 3 undecided
+ * positions, with int8 4.2e-3 and 1, with bf16 on a Xeon 4.18e-3 and 3; likely llama.cpp's F16 cache and f16 scales move its
  * inputs enough to flip roundings, so the two int8 errors are only partly shared); "f32" is
  * llama.cpp on the same weights dequantized to F32 with an F32 KV cache, float32 throughout
  * like ferrum's f32 model, so what is left between them is summation order. The f32 run is
@@ -648,7 +649,7 @@ static void int8_prefill_greedy_follows_llama_cpp_int8(void **state) {
     const double ref8 = ref_margin(q, np - 1, q->ids[np], f->ids[np]);
     print_message("first token: llama.cpp q4_1 %d, f32 %d; ferrum int8 %d (logit margin %.3f, "
                   "llama.cpp's %.3f), f32 %d (%.3f); greedy same as llama.cpp's q4_1 run for %d "
-                  "tokens with the int8 prefill, %d with the f32 prefill and int8 decode\n",
+                  "tokens with the default prefill, %d with the f32 prefill and int8 decode\n",
                   q->ids[np], f->ids[np], got8[0], margin8, ref8, got_f32[0], margin32, with8,
                   with_mixed);
     assert_int_not_equal(q->ids[np], f->ids[np]); /* the fixture's near tie */
