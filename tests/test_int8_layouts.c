@@ -1,7 +1,8 @@
 /* tests/test_int8_layouts.c: one copy of each block weight for the prefill and the decode, on
  * the real SmolLM2 (q4_1 layers, q8_0 tied head). The decode's act_int8 GEMVs read each weight
  * as panels (ops/gemv/panel.h, GEMV panel = 1) and the prefill's act_int8 GEMMs pack their B
- * panels from the same layout (GEMM b_panels = 1), so on AVX2 and AVX-512 the model keeps the
+ * panels from the same layout (GEMM b_panels = 1; so do its act_bf16 GEMMs on AMX-BF16 tiles,
+ * the default there, widening them to bf16), so on AVX2 and AVX-512 the model keeps the
  * layouts alone: once they are made, a prompt and a few decode steps never read the laid-out
  * matrices' rows as stored. The test has the CPU enforce it: the rows' whole pages are made
  * unreadable (PROT_NONE), and a read of one ends the run naming the address. (Counting the
