@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "support/membw.h"
+#include "lm/model/dots.h"
 #include "support/peak.h"
 #include "lm/model/causal.h"
 #include "lm/model/checkpoint.h"
@@ -200,14 +201,15 @@ int main(int argc, char **argv) {
     fe_int8_peak(dev, 5, &i8_peak, &med, &lanes, &vnni);
     fe_amx_peak(dev, 5, &amx_peak, &med);
     if (amx_peak > 0)
-        printf("AMX-BF16 peak (TDPBF16PS tiles, all workers): %.0f GFLOP/s (the bf16 prompt's "
-               "GEMMs run on the tiles here)\n", amx_peak);
+        printf("AMX-BF16 peak (TDPBF16PS tiles, all workers): %.0f GFLOP/s (the prompts' GEMMs "
+               "run on the tiles here)\n", amx_peak);
     printf("FMA peak (f32, all workers): %.0f GFLOP/s; bf16 dot peak (vdpbf16ps): %.0f GFLOP/s%s; "
            "int8 peak (%s): %.0f G ops/s\n"
            "(the Llama prompt runs bf16 dot products, ferrum generate's default on bf16 matrices; "
-           "SmolLM2's q4_1 prompt int8 ones, its default on block matrices)\n\n", fma_peak,
+           "SmolLM2's q4_1 prompt %s, its default on block matrices%s)\n\n", fma_peak,
            dot_peak, dot_peak > 0 ? "" : " (none here)", vnni ? "vpdpbusd" : "vpmaddubsw",
-           i8_peak);
+           i8_peak, fe_prefill_bf16_blocks(dev) ? "bf16 ones too" : "int8 ones",
+           fe_prefill_bf16_blocks(dev) ? " where the CPU has AMX-BF16" : "");
     if (!strcmp(which, "all") || !strcmp(which, "smollm2"))
         run_cached(dev, "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct Q4_1 (real weights)",
                    "scripts/setup fetches it");
