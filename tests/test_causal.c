@@ -231,8 +231,9 @@ static void logits_are_deterministic_across_alternating_prompts(void **s) {
 }
 
 /* A second chat turn reruns the chunks from the first changed token on, and its logits equal
- * a fresh run's byte for byte: f32 weights and products, and bf16 weights with the bf16 dot
- * products `ferrum generate` uses (the rows are grouped into the same chunks either way). */
+ * a fresh run's byte for byte: f32 weights and products, bf16 weights with the bf16 dot
+ * products `ferrum generate` uses, and block weights with bf16 and with int8 dot products
+ * (the rows are grouped into the same chunks either way). */
 static void chat_turn_once(fe_dtype dt, int dot) {
     fe_lm_config c = tiny_config(false, false);
     fe_llama_weights w;
@@ -263,6 +264,8 @@ static void chat_turn_reruns_only_changed_chunks_bit_identically(void **s) {
     (void)s;
     chat_turn_once(FE_DTYPE_F32, FE_PREFILL_DOT_F32);
     chat_turn_once(FE_DTYPE_BF16, FE_PREFILL_DOT_BF16);
+    chat_turn_once(FE_DTYPE_Q8_0, FE_PREFILL_DOT_BF16); /* block values rounded on the way */
+    chat_turn_once(FE_DTYPE_Q4_1, FE_PREFILL_DOT_INT8);
 }
 
 typedef struct collect {
