@@ -76,7 +76,8 @@ static const fe_tunable_decl tunables[] = {
                 "of C in four tiles; 0 = A rounded to bf16 values while packing and the f32 "
                 "FMA micro-kernel; the same products (resolve sets 3 where the device has "
                 "amx_bf16, else 1 where it has avx512bf16, and turns it off elsewhere; 3 "
-                "without AMX becomes that default)"},
+                "without AMX becomes that default). A block B: 3 (its panels widened to bf16 "
+                "per call) or 0 (its values rounded while packing); 1 and 2 turn to those"},
     [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2, 3},
                               .n_choices = 4},
                  0, true,
@@ -98,9 +99,11 @@ static const fe_tunable_decl tunables[] = {
                    "words either way. bf16 B with bf16_dot = 0 (AVX2, AVX-512 without "
                    "avx512bf16): 1 = B's f32 panels widened per call from the k-pair layout "
                    "of 32 rows that the decode's GEMV panel = 1 reads, 0 = from B's rows; "
-                   "the same floats (resolve sets 1 for bf16 where it serves, for act_int8 "
-                   "where the decode's GEMV reads panels by default: q4_1, q4_0, q5_0, q4_k, q6_k, and q8_0 on "
-                   "AVX-512; off where it does not serve)"},
+                   "the same floats. act_bf16 over block B on the AMX tiles (bf16_dot = 3): 1 = "
+                   "B's bf16 panels widened per call from the GEMV's panel layout, 0 = from "
+                   "B's rows; the same values (resolve sets 1 for bf16 where it serves, for act_int8 "
+                   "and act_bf16 where the decode's GEMV reads panels by default: q4_1, q4_0, "
+                   "q5_0, q4_k, q6_k, and q8_0 on AVX-512; off where it does not serve)"},
 };
 
 static const fe_operand_decl operands[] = {
