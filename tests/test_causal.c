@@ -110,6 +110,23 @@ static void bf16_dot_products_over_block_matrices_match_the_oracle(void **s) {
     prefill_dot = FE_PREFILL_DOT_F32;
 }
 
+/* Random weights in blocks: refused by name for a dtype the generator does not make, and for
+ * rows that are not whole blocks */
+static void random_block_weights_are_refused_where_they_cannot_be_made(void **s) {
+    (void)s;
+    fe_lm_config c = tiny_config(true, true);
+    fe_llama_weights w;
+    fe_error err = {0};
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_Q6_K, 7, &w, &err), FE_E_DTYPE);
+    assert_non_null(strstr(err.message, "q8_0, q4_0 or q4_1"));
+    c.ffn = 176; /* not a multiple of 32 */
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_Q4_0, 7, &w, &err), FE_E_SHAPE);
+    assert_non_null(strstr(err.message, "whole 32-element blocks"));
+    assert_non_null(strstr(err.message, "176"));
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_F32, 7, &w, &err), FE_OK);
+    fe_llama_weights_free(&w);
+}
+
 /* The prefill's dot products resolved (lm/model/dots.h): bf16 over bf16 matrices; over block
  * matrices int8, or bf16 where asked, and by default where the device's tiles serve them */
 static void prefill_dots_resolve_by_choice_and_device(void **s) {
@@ -350,6 +367,7 @@ int main(void) {
         cmocka_unit_test(causal_matches_the_oracle_teacher_forced),
         cmocka_unit_test(bf16_dot_products_over_block_matrices_match_the_oracle),
         cmocka_unit_test(prefill_dots_resolve_by_choice_and_device),
+        cmocka_unit_test(random_block_weights_are_refused_where_they_cannot_be_made),
         cmocka_unit_test(prefill_dot_bf16_needs_bf16_matrices),
         cmocka_unit_test(prefill_dot_int8_needs_block_matrices),
         cmocka_unit_test(llama_3_2_1b_shape_matches_the_oracle),
