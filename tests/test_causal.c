@@ -140,19 +140,28 @@ static void prefill_dots_resolve_by_choice_and_device(void **s) {
     assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_BF16, &w, test_dev, &d, &err), FE_OK);
     assert_false(d.act_bf16);
     assert_false(d.act_int8);
-    assert_int_equal(d.bf16_blocks, q8);
+    assert_int_equal(d.bf16_dtypes, q8);
     assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_INT8, &w, test_dev, &d, &err), FE_OK);
     assert_true(d.act_int8);
-    assert_int_equal(d.bf16_blocks, 0);
+    assert_int_equal(d.bf16_dtypes, 0);
     assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_F32, &w, test_dev, &d, &err), FE_OK);
-    assert_false(d.act_int8 || d.act_bf16 || d.bf16_blocks);
+    assert_false(d.act_int8 || d.act_bf16 || d.bf16_dtypes);
     assert_int_equal(fe_prefill_dots_resolve(FE_PREFILL_DOT_AUTO, &w, test_dev, &d, &err), FE_OK);
     assert_true(d.act_int8);
-    assert_int_equal(d.bf16_blocks, q8 & fe_prefill_bf16_blocks(test_dev));
+    assert_int_equal(d.bf16_dtypes, q8 & fe_prefill_bf16_blocks(test_dev));
     const fe_device_info *info = fe_device_get_info(test_dev);
-    assert_int_equal(d.bf16_blocks != 0, info->isa >= FE_ISA_AVX512 &&
+    assert_int_equal(d.bf16_dtypes != 0, info->isa >= FE_ISA_AVX512 &&
                                              info->features.avx512bf16 &&
                                              info->features.amx_bf16);
+    fe_llama_weights_free(&w);
+    /* bf16 matrices: act_bf16 by default and where asked, on every device */
+    assert_int_equal(fe_llama_weights_random(&c, FE_DTYPE_BF16, 7, &w, &err), FE_OK);
+    for (int choice = FE_PREFILL_DOT_AUTO; choice <= FE_PREFILL_DOT_BF16; choice++) {
+        if (choice == FE_PREFILL_DOT_F32) continue;
+        assert_int_equal(fe_prefill_dots_resolve(choice, &w, test_dev, &d, &err), FE_OK);
+        assert_true(d.act_bf16);
+        assert_int_equal(d.bf16_dtypes, 1u << FE_DTYPE_BF16);
+    }
     fe_llama_weights_free(&w);
 }
 

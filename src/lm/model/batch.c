@@ -100,7 +100,7 @@ static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t hd = c->head_dim, C = b->o.chunk;
     fe_block_mode mm = {.act_bf16 = b->dots.act_bf16, .act_int8 = b->dots.act_int8,
-                        .eps = c->rms_eps, .bf16_blocks = b->dots.bf16_blocks,
+                        .eps = c->rms_eps, .bf16_dtypes = b->dots.bf16_dtypes,
                         .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
     fe_val slot = fe_scratchpad(t, "slot"), pos = fe_scratchpad(t, "position");
     fe_val n = fe_scratchpad(t, "n"), end = fe_val_sum(t, pos, n);

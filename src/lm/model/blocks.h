@@ -22,9 +22,9 @@
 typedef struct fe_block_mode {
     bool decode, act_bf16, act_int8;
     double eps;
-    /* bit t: a chunk's GEMMs over block dtype t take act_bf16 (the matrix's values rounded to
-     * bf16 too) in place of act_int8 (lm/model/dots.h) */
-    uint32_t bf16_blocks;
+    /* bit t: a chunk's GEMMs over matrices of dtype t take act_bf16 (a block matrix's values
+     * rounded to bf16 too, in place of act_int8; lm/model/dots.h) */
+    uint32_t bf16_dtypes;
     /* Trace the fused forms by hand (the GEMV prologue and epilogues, the GEMM activations and
      * residuals, products and RoPE written straight into a cache) instead of plain steps: the
      * graph the fold pass must recover, step for step, for tests (tests/test_plain_body.c) */

@@ -55,7 +55,7 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
     fe_block_mode mm = {decode, !decode && m->dots.act_bf16,
                         decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->dots.act_int8, c->rms_eps,
-                        .bf16_blocks = decode ? 0 : m->dots.bf16_blocks,
+                        .bf16_dtypes = decode ? 0 : m->dots.bf16_dtypes,
                         .hand_fused = m->o.body == FE_BODY_HAND_FUSED};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");

@@ -24,7 +24,7 @@ fe_status fe_prefill_dots_resolve(int prefill_dot, const fe_llama_weights *w, co
     bool all_bf16 = true;  /* act_bf16 on every GEMM */
     bool any_block = false; /* act_int8 needs some matrix in blocks */
     bool roundable = true;  /* bf16 needs every matrix in bf16 or blocks */
-    uint32_t blocks = 0;
+    uint32_t blocks = 0, bf16 = 0; /* the block dtypes present; bf16's bit where present */
     for (int64_t l = 0; l < c->n_layers; l++) {
         const fe_llama_layer *L = &w->layers[l];
         const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -34,6 +34,7 @@ fe_status fe_prefill_dots_resolve(int prefill_dot, const fe_llama_weights *w, co
             any_block |= block;
             roundable &= block || ms[i]->dtype == FE_DTYPE_BF16;
             if (block) blocks |= bit(ms[i]->dtype);
+            if (ms[i]->dtype == FE_DTYPE_BF16) bf16 = bit(FE_DTYPE_BF16);
         }
     }
     const char *dt = fe_dtype_info(w->layers[0].wq.dtype)->name;
@@ -49,8 +50,9 @@ fe_status fe_prefill_dots_resolve(int prefill_dot, const fe_llama_weights *w, co
     const bool automatic = prefill_dot == FE_PREFILL_DOT_AUTO;
     out->act_bf16 = all_bf16 && (automatic || prefill_dot == FE_PREFILL_DOT_BF16);
     out->act_int8 = automatic || prefill_dot == FE_PREFILL_DOT_INT8;
-    out->bf16_blocks = prefill_dot == FE_PREFILL_DOT_BF16 ? blocks
-                     : automatic                          ? blocks & fe_prefill_bf16_blocks(dev)
-                                                          : 0;
+    /* (bf16 matrices beside block ones: act_bf16 on those too, as on an all-bf16 model) */
+    out->bf16_dtypes = prefill_dot == FE_PREFILL_DOT_BF16 ? bf16 | blocks
+                     : automatic ? bf16 | (blocks & fe_prefill_bf16_blocks(dev))
+                                 : 0;
     return FE_OK;
 }

@@ -10,9 +10,10 @@
 
 typedef struct fe_prefill_dots {
     bool act_bf16;        /* every layer matrix is bf16, and the GEMMs round A to bf16 */
-    bool act_int8;        /* GEMMs over block matrices quantise A to int8 (but bf16_blocks') */
-    uint32_t bf16_blocks; /* bit t: GEMMs over block dtype t take act_bf16 (B's values rounded
-                           * to bf16 as well) in place of act_int8 */
+    bool act_int8;        /* GEMMs over block matrices quantise A to int8 (but bf16_dtypes') */
+    uint32_t bf16_dtypes; /* bit t: GEMMs over matrices of dtype t take act_bf16: bf16 ones,
+                           * and block ones (their values rounded to bf16 as well) in place of
+                           * act_int8 */
 } fe_prefill_dots;
 
 /* The block dtypes AUTO multiplies in bf16 on dev: q8_0 .. q6_k where its
