@@ -38,4 +38,16 @@ fe_amx_configure(const uint8_t rows[8], const uint16_t bytes[8]) {
     _tile_loadconfig(&c);
 }
 
+/* Two rows of 16 f32 (lo, hi) rounded to bf16 (vcvtne2ps2bf16: to nearest even) as 16 k-pair
+ * words, word i = lo[i] in its low half and hi[i] in its high: a B tile's row of pairs of
+ * TDPBF16PS, for the GEMM's widened block weights and the attention's p alike */
+static inline __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline, unused))
+__m512i fe_amx_bf16_pairs(__m512 lo, __m512 hi) {
+    /* word i: halves i and 16 + i of vcvtne2ps2bf16's row (lo's 16, then hi's) */
+    const __m512i mix = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
+                                         9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
+                                         17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(mix, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
 #endif

@@ -99,7 +99,7 @@ static fe_h slot_cache(fe_trace *t, const fe_batch *b, int64_t l, const char *kv
 static fe_status prefill_body(fe_trace *t, const fe_batch *b) {
     const fe_lm_config *c = &b->w->cfg;
     int64_t hd = c->head_dim, C = b->o.chunk;
-    fe_block_mode mm = {.act_bf16 = b->dots.act_bf16, .act_int8 = b->dots.act_int8,
+    fe_block_mode mm = {.act_int8 = b->dots.act_int8,
                         .eps = c->rms_eps, .bf16_dtypes = b->dots.bf16_dtypes,
                         .hand_fused = b->o.body == FE_BODY_HAND_FUSED};
     fe_val slot = fe_scratchpad(t, "slot"), pos = fe_scratchpad(t, "position");

@@ -21,7 +21,6 @@ uint32_t fe_prefill_bf16_blocks(const fe_device *dev) {
 fe_status fe_prefill_dots_resolve(int prefill_dot, const fe_llama_weights *w, const fe_device *dev,
                                   fe_prefill_dots *out, fe_error *err) {
     const fe_lm_config *c = &w->cfg;
-    bool all_bf16 = true;  /* act_bf16 on every GEMM */
     bool any_block = false; /* act_int8 needs some matrix in blocks */
     bool roundable = true;  /* bf16 needs every matrix in bf16 or blocks */
     uint32_t blocks = 0, bf16 = 0; /* the block dtypes present; bf16's bit where present */
@@ -30,7 +29,6 @@ fe_status fe_prefill_dots_resolve(int prefill_dot, const fe_llama_weights *w, co
         const fe_tensor *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
             const bool block = fe_dtype_info(ms[i]->dtype)->block > 1;
-            all_bf16 &= ms[i]->dtype == FE_DTYPE_BF16;
             any_block |= block;
             roundable &= block || ms[i]->dtype == FE_DTYPE_BF16;
             if (block) blocks |= bit(ms[i]->dtype);
@@ -48,7 +46,6 @@ fe_status fe_prefill_dots_resolve(int prefill_dot, const fe_llama_weights *w, co
                             "bf16); this model's are %s: use f32 dot products (the default for "
                             "it)", dt);
     const bool automatic = prefill_dot == FE_PREFILL_DOT_AUTO;
-    out->act_bf16 = all_bf16 && (automatic || prefill_dot == FE_PREFILL_DOT_BF16);
     out->act_int8 = automatic || prefill_dot == FE_PREFILL_DOT_INT8;
     /* (bf16 matrices beside block ones: act_bf16 on those too, as on an all-bf16 model) */
     out->bf16_dtypes = prefill_dot == FE_PREFILL_DOT_BF16 ? bf16 | blocks

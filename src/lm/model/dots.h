@@ -9,7 +9,6 @@
 #include "lm/model/weights.h"
 
 typedef struct fe_prefill_dots {
-    bool act_bf16;        /* every layer matrix is bf16, and the GEMMs round A to bf16 */
     bool act_int8;        /* GEMMs over block matrices quantise A to int8 (but bf16_dtypes') */
     uint32_t bf16_dtypes; /* bit t: GEMMs over matrices of dtype t take act_bf16: bf16 ones,
                            * and block ones (their values rounded to bf16 as well) in place of
