@@ -202,8 +202,9 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
  * call site.
  * Block sizes from the device's caches only (never the extents: one design serves all).
  * f32 path: an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an MC x KC
- * A block in L2 (packed, then walked panel by panel), and the KC x NC B block in a share of
- * the LLC (re-read once per A panel; larger NC repacks A less often). bf16_dot = 1: a B
+ * A block in L2 (packed, then walked panel by panel), and the KC x NC B block in half of L2
+ * or a share of the LLC (f32_path_nc: re-read once per A block; larger NC repacks A less
+ * often). bf16_dot = 1: a B
  * panel of KC x 32 bf16 in an eighth of L2 (it stays there through a sweep of A's block),
  * the MC x KC bf16 A block in half of L2 (NC is not read: pinned to its default, also over
  * a call site, so that no two designs differ in it alone). bf16_dot = 2: six B rows of KC
@@ -250,6 +251,20 @@ static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, doub
     if (!nc_given && (c->dev->isa >= FE_ISA_AVX512 || w16 || vnni))
         c->tunables[GM_NC] =
             fit_choice(&tunables[GM_NC], col * (double)(w16 ? 512 : c->tunables[GM_KC]), l2 / 3);
+}
+
+/* The f32 path's NC: its KC x NC float B block is re-read once per A block. In half of L2
+ * where that holds 512 columns or more (a 2 MiB L2 at KC 512: A is then repacked once per
+ * 512 columns, which costs less than reading B from further out); else in a quarter of the
+ * worker's share of the LLC, as BLIS sizes it. A VM may report its host's whole L3 (a
+ * 2-vCPU Xeon guest says 480 MiB): the LLC rule alone gave NC 8192 there, whose 16 MiB block
+ * ran the Llama 1B shape's BF16 gate GEMM with the AVX2 kernels at 141 GFLOP/s against
+ * NC 512's 176 (`FERRUM_ISA=avx2 ferrum tune GEMM case=bf16/8192x2048`), and the prefill at
+ * 61 tok/s against 72-83. L2s of 1 MiB or less (Zen 3/4/5, Ice Lake) keep the LLC rule. */
+static int64_t f32_path_nc(double kc, double l2, double l3, int workers) {
+    const int64_t in_l2 = fit_choice(&tunables[GM_NC], 4.0 * kc, l2 / 2);
+    if (in_l2 >= 512 && 4.0 * kc * (double)in_l2 <= l2 / 2) return in_l2;
+    return fit_choice(&tunables[GM_NC], 4.0 * kc, l3 / (4.0 * workers));
 }
 
 static void resolve(fe_op_ctx *c) {
@@ -324,8 +339,7 @@ static void resolve(fe_op_ctx *c) {
     }
     if (!c->tunable_set[GM_NC]) {
         c->tunables[GM_NC] = rows ? fit_choice(&tunables[GM_NC], 2.0 * kc, l3 / (2.0 * workers))
-                                  : fit_choice(&tunables[GM_NC], 4.0 * kc,
-                                               l3 / (4.0 * workers));
+                                  : f32_path_nc(kc, l2, l3, workers);
         c->tunable_set[GM_NC] = true;
     }
     resolve_int8_blocks(c, kc_given, nc_given, l1, l2);
