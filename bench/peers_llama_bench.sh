@@ -11,8 +11,9 @@
 # the peers' AVX2-only builds (-DGGML_NATIVE=OFF -DGGML_AVX2=ON ... -DGGML_AVX512=OFF), which
 # pair with ferrum's avx2 row on an AVX-512 machine; LLAMA_BENCH_AVXVNNI and
 # IK_LLAMA_BENCH_AVXVNNI their builds with -DGGML_AVXVNNI=ON as well, which pair with ferrum's
-# avxvnni row (FERRUM_ISA=avxvnni, run where the CPU has avx_vnni); ratios are printed for
-# every pair present.
+# avxvnni row (FERRUM_ISA=avxvnni, run where the CPU has avx_vnni); on a CPU with AMX an
+# avx512noamx row runs the AVX-512 kernels without the tiles (FERRUM_ISA=avx512noamx), as the
+# AVX-512 machines without them do; ratios are printed for every pair present.
 # Both sides are timed warm: llama-bench runs each test once untimed first, and ferrum generate
 # sends one token through the model before the prompt (its default warm-up), so neither prompt
 # pays for the first touch of the mapped weights.
@@ -97,6 +98,10 @@ grep -qw avx512_bf16 /proc/cpuinfo && isa="avx512 with bf16"
 # AVX-VNNI (Intel's cores since Alder Lake, with or without AVX-512): a third row, the avx2
 # kernels with its int8 dot products (FERRUM_ISA=avxvnni), beside the AVX2 set alone
 grep -qw avx_vnni /proc/cpuinfo && vnni256=1 && isa="$isa, avx_vnni"
+# AMX (a Xeon since Sapphire Rapids): a row of the avx512 kernels without the tiles
+# (FERRUM_ISA=avx512noamx), the path of the AVX-512 machines without them (Zen 4, Ice Lake)
+noamx=0
+[ "$has512" = 1 ] && grep -qw amx_tile /proc/cpuinfo && noamx=1 && isa="$isa, amx"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $isa;" \
      "load $(cut -d' ' -f1-3 /proc/loadavg) at the start; ferrum's options: ${extra[*]:-none}"
 for r in $(seq "$rounds"); do
@@ -108,6 +113,7 @@ for r in $(seq "$rounds"); do
   [ -n "${LLAMA_BENCH_AVXVNNI:-}" ] && peer llama.cpp-avxvnni "$LLAMA_BENCH_AVXVNNI"
   [ -n "${IK_LLAMA_BENCH_AVXVNNI:-}" ] && peer ik_llama.cpp-avxvnni "$IK_LLAMA_BENCH_AVXVNNI" -fa 1 -rtr 1
   [ "$has512" = 1 ] && ours avx512   # an AVX2-only CPU has no AVX-512 row
+  [ "$noamx" = 1 ] && ours avx512noamx
   ours avx2
   [ "$vnni256" = 1 ] && ours avxvnni
 done
@@ -131,7 +137,7 @@ for n in names:
         med[n, k] = statistics.median(v) if v else None
         cells.append("%8.1f (%s)" % (med[n, k], " ".join("%.0f" % x for x in v)) if v else "-")
     print("%-14s %24s %24s" % (n, cells[0], cells[1]))
-for ours in ("ferrum-avx512", "ferrum-avx2", "ferrum-avxvnni"):
+for ours in ("ferrum-avx512", "ferrum-avx512noamx", "ferrum-avx2", "ferrum-avxvnni"):
     if (ours, "tg") not in med: continue
     for peer in ("llama.cpp", "ik_llama.cpp", "llama.cpp-avx2", "ik_llama.cpp-avx2",
                  "llama.cpp-avxvnni", "ik_llama.cpp-avxvnni"):

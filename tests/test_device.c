@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cpuid.h>
 
 #include "device/counters.h"
 #include "ferrum/device.h"
@@ -32,6 +33,17 @@ static void features_agree_with_the_isa(void **s) {
     if (in->best_isa >= FE_ISA_AVX2) assert_true(f->avx2 && f->fma);
     assert_true(in->isa <= in->best_isa);
     assert_true(in->n_workers >= 1 && in->n_cores >= 1);
+    /* vdpbf16ps counts as faster than the FMAs on AMD's AVX512_BF16 cores only */
+    unsigned a, b, c, d;
+    char vendor[13] = "";
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+        memcpy(vendor, &b, 4);
+        memcpy(vendor + 4, &d, 4);
+        memcpy(vendor + 8, &c, 4);
+        vendor[12] = '\0';
+    }
+    assert_int_equal(in->bf16_dot_fast, in->isa == FE_ISA_AVX512 && f->avx512bf16 &&
+                                            strcmp(vendor, "AuthenticAMD") == 0);
     char line[512];
     fe_device_describe(dev, line, sizeof line);
     assert_non_null(strstr(line, in->cpu_name));
@@ -114,7 +126,7 @@ static void bad_environment_is_refused_naming_the_variable(void **s) {
     assert_int_equal(workers, 1);
     assert_int_equal(create_with_env("FERRUM_ISA", "bogus", &err, &workers, &isa), FE_E_INVALID);
     assert_non_null(strstr(err.message, "FERRUM_ISA=bogus"));
-    assert_non_null(strstr(err.message, "scalar, avx2, avxvnni or avx512"));
+    assert_non_null(strstr(err.message, "scalar, avx2, avxvnni, avx512 or avx512noamx"));
     assert_int_equal(create_with_env("FERRUM_ISA", "scalar", &err, &workers, &isa), FE_OK);
     assert_int_equal(isa, FE_ISA_SCALAR);
     /* an ISA the CPU lacks, asked for by name, is refused rather than quietly capped */
@@ -192,6 +204,52 @@ static void avxvnni_follows_ferrum_isa(void **s) {
     assert_false(avxvnni_under(NULL, FE_ISA_AVX2, true, &st, &err));
     assert_false(avxvnni_under(NULL, FE_ISA_SCALAR, false, &st, &err));
     if (best == FE_ISA_AVX512) assert_false(avxvnni_under(NULL, FE_ISA_AVX512, false, &st, &err));
+}
+
+/* FERRUM_ISA=avx512noamx: the avx512 kernels with the AMX features cleared (the tiles the CPU
+ * has are not used); refused, naming the variable and the ISA, where the CPU lacks AVX-512;
+ * the options' no_amx clears them too, and the default keeps what the CPU has. */
+static void avx512noamx_withholds_the_tiles(void **s) {
+    (void)s;
+    fe_device_options o = {.n_workers = 1, .max_isa = -1};
+    fe_device *dev = NULL;
+    unsetenv("FERRUM_ISA");
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    const fe_cpu_features cpu = fe_device_get_info(dev)->features;
+    const fe_isa best = fe_device_get_info(dev)->best_isa;
+    fe_device_destroy(dev);
+    char *old = getenv("FERRUM_ISA") ? strdup(getenv("FERRUM_ISA")) : NULL;
+    setenv("FERRUM_ISA", "avx512noamx", 1);
+    fe_error err;
+    fe_status st = fe_device_create(&o, &dev, &err);
+    if (best < FE_ISA_AVX512) {
+        assert_int_equal(st, FE_E_UNSUPPORTED);
+        assert_null(dev);
+        assert_non_null(strstr(err.message, "FERRUM_ISA=avx512noamx"));
+    } else {
+        assert_int_equal(st, FE_OK);
+        const fe_device_info *in = fe_device_get_info(dev);
+        assert_int_equal(in->isa, FE_ISA_AVX512);
+        assert_false(in->features.amx_bf16);
+        assert_false(in->features.amx_int8);
+        assert_int_equal(in->features.avx512bf16, cpu.avx512bf16); /* the rest as the CPU's */
+        assert_int_equal(in->features.avx512vnni, cpu.avx512vnni);
+        fe_device_destroy(dev);
+    }
+    if (old) setenv("FERRUM_ISA", old, 1);
+    else unsetenv("FERRUM_ISA");
+    free(old);
+    /* the option, and the default */
+    o = (fe_device_options){.n_workers = 1, .max_isa = -1, .no_amx = true};
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    assert_false(fe_device_get_info(dev)->features.amx_bf16);
+    assert_false(fe_device_get_info(dev)->features.amx_int8);
+    fe_device_destroy(dev);
+    o.no_amx = false;
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    assert_int_equal(fe_device_get_info(dev)->features.amx_bf16, cpu.amx_bf16);
+    assert_int_equal(fe_device_get_info(dev)->features.amx_int8, cpu.amx_int8);
+    fe_device_destroy(dev);
 }
 
 typedef struct {
@@ -294,6 +352,7 @@ int main(void) {
         cmocka_unit_test(bad_options_are_refused),
         cmocka_unit_test(bad_environment_is_refused_naming_the_variable),
         cmocka_unit_test(avxvnni_follows_ferrum_isa),
+        cmocka_unit_test(avx512noamx_withholds_the_tiles),
         cmocka_unit_test(pool_runs_steps_on_their_width_with_barriers),
         cmocka_unit_test(pinning_stays_inside_the_allowed_cpus_and_is_undone),
     };

@@ -64,7 +64,8 @@ static int embed_options(embed_args *a, arg_opt *t) {
         {"dot", 0, ARG_CHOICE, "DTYPE", "the products' precision: f32, bf16 (matrices and "
          "activations rounded to bf16, sums in f32: about 1.6x as fast where the CPU has "
          "AVX512_BF16, vectors within ~1e-4 in cosine; BERT family only), or auto: bf16 where "
-         "the CPU has AVX512_BF16 and the model is BERT-family, else f32", "auto",
+         "the CPU runs it faster than f32 (AMX-BF16 tiles, or AVX512_BF16 on AMD's cores) and "
+         "the model is BERT-family, else f32", "auto",
          .choices = dots, .s = &a->dot},
         {"max-tokens", 0, ARG_INT, "N", "cut texts at N tokens ([CLS] and [SEP] included)",
          "the model's max_seq_length", .lo = 2, .hi = 1 << 20, .i = &a->max_tokens},

@@ -30,23 +30,29 @@ typedef struct fe_cpu_features {
 
 typedef struct fe_device_info {
     char cpu_name[64];
-    fe_cpu_features features; /* what the CPU and OS support */
+    fe_cpu_features features; /* what the CPU and OS support, less the AMX tiles where the
+                                 options withheld them (no_amx) */
     fe_isa best_isa;          /* the best kernel ISA the machine runs */
     fe_isa isa;               /* the ISA kernels are chosen for (<= best_isa) */
     bool avxvnni;             /* the avx2 kernels dot int8 by AVX-VNNI: isa is avx2, the CPU
                                  has it and nothing withheld it (no_avxvnni) */
     bool dpbusd;              /* the kernels' ISA dots int8 by vpdpbusd: AVX512-VNNI's on
                                  avx512, AVX-VNNI's on avx2 (avxvnni) */
+    bool bf16_dot_fast;       /* the kernels' ISA dots bf16 by vdpbf16ps faster than f32 FMAs
+                                 do the same products: avx512 with avx512bf16 on AMD's cores
+                                 (a Zen 4: 471 against 235 GFLOP/s); Intel's run it at half
+                                 the FMAs' rate (a Xeon: 214 against 428) */
     int n_cores;              /* online CPUs */
     int n_workers;            /* workers in the pool */
     size_t l1d_bytes, l2_bytes, l3_bytes; /* per core for L1/L2, total for L3; 0 unknown */
 } fe_device_info;
 
-/* Left at their defaults, n_workers, max_isa and no_avxvnni come from the environment where it
- * says: FERRUM_WORKERS=N (1..the CPUs this process may use) and
- * FERRUM_ISA=scalar|avx2|avxvnni|avx512 (at most what the CPU has; avx2 is the AVX2 set alone,
- * as an AVX2-only Zen 3 runs it, avxvnni the avx2 kernels with AVX-VNNI's int8 dot
- * products). fe_device_create refuses a value there that is not one, a worker count past the
+/* Left at their defaults, n_workers, max_isa, no_avxvnni and no_amx come from the environment
+ * where it says: FERRUM_WORKERS=N (1..the CPUs this process may use) and
+ * FERRUM_ISA=scalar|avx2|avxvnni|avx512|avx512noamx (at most what the CPU has; avx2 is the
+ * AVX2 set alone, as an AVX2-only Zen 3 runs it, avxvnni the avx2 kernels with AVX-VNNI's int8
+ * dot products, avx512noamx the avx512 kernels without the AMX tiles, as a Zen 4 or an Ice
+ * Lake runs them). fe_device_create refuses a value there that is not one, a worker count past the
  * allowed CPUs and an ISA the CPU lacks, naming the variable; it never ignores one. A count
  * given here is the caller's: it may pass the CPUs (tests of odd splits do; the pool then
  * spins less and runs slowly); the CLI refuses that from -t. */
@@ -55,6 +61,8 @@ typedef struct fe_device_options {
     int max_isa;     /* -1: FERRUM_ISA, else the best the machine has; a cap otherwise */
     bool no_avxvnni; /* the avx2 kernels without AVX-VNNI where the CPU has it (as
                         FERRUM_ISA=avx2 asks; false: used wherever the CPU has it) */
+    bool no_amx;     /* no AMX tiles where the CPU has them (as FERRUM_ISA=avx512noamx asks):
+                        the device's features then say amx_bf16 = amx_int8 = false */
     bool pin;        /* pin each pool thread to one CPU */
 } fe_device_options;
 

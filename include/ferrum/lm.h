@@ -466,8 +466,10 @@ typedef enum fe_lm_pooling {
  * the CPU has AVX512_BF16; all-MiniLM-L6-v2's vectors stay within cosine 0.99996 of
  * sentence-transformers' over its 60-sentence fixture, f32's within 0.9999999). */
 typedef enum fe_lm_encoder_dot {
-    FE_LM_ENCODER_DOT_AUTO = 0, /* bf16 where the device runs AVX512_BF16 kernels, else f32
-                                 * (EmbeddingGemma: f32) */
+    FE_LM_ENCODER_DOT_AUTO = 0, /* bf16 where the device runs AVX512_BF16 kernels faster
+                                 * than f32 ones (AMX-BF16 tiles, or AMD's vdpbf16ps:
+                                 * fe_device_info.bf16_dot_fast), else f32 (EmbeddingGemma:
+                                 * f32) */
     FE_LM_ENCODER_DOT_F32,
     FE_LM_ENCODER_DOT_BF16,     /* BERT family only (EmbeddingGemma refuses it) */
 } fe_lm_encoder_dot;

@@ -162,7 +162,7 @@ static fe_status open_parts(fe_lm_encoder *e, const fe_lm_encoder_options *o, fe
     const fe_device_info *dv = fe_device_get_info(e->dev);
     e->dot_bf16 = o->dot == FE_LM_ENCODER_DOT_BF16 ||
                   (o->dot == FE_LM_ENCODER_DOT_AUTO && dv->isa >= FE_ISA_AVX512 &&
-                   dv->features.avx512bf16);
+                   dv->features.avx512bf16 && (dv->features.amx_bf16 || dv->bf16_dot_fast));
     eo.dot_bf16 = e->dot_bf16;
     e->vec = fe_malloc((size_t)c.hidden * sizeof *e->vec);
     if (!e->vec) return fe_error_set(err, FE_E_NOMEM, "out of memory");

@@ -75,8 +75,9 @@ static const fe_tunable_decl tunables[] = {
                 "packed; 3 = AMX-BF16 TDPBF16PS on the same k-pair panels as 1, 32 x 32 blocks "
                 "of C in four tiles; 0 = A rounded to bf16 values while packing and the f32 "
                 "FMA micro-kernel; the same products (resolve sets 3 where the device has "
-                "amx_bf16, else 1 where it has avx512bf16, and turns it off elsewhere; 3 "
-                "without AMX becomes that default). A block B: 3 (its panels widened to bf16 "
+                "amx_bf16, else 1 where its avx512bf16 outruns the FMAs (AMD's cores), else "
+                "0; 1 and 2 are held where they can run; 3 without AMX becomes that "
+                "default). A block B: 3 (its panels widened to bf16 "
                 "per call) or 0 (its values rounded while packing); 1 and 2 turn to those"},
     [GM_DOT8] = {"int8_dot", {.kind = FE_DOMAIN_CHOICES, .choices = {0, 1, 2, 3},
                               .n_choices = 4},
@@ -198,8 +199,9 @@ static int64_t fit_choice(const fe_tunable_decl *t, double unit, double budget) 
 }
 
 /* bf16_dot: a vdpbf16ps design exactly where it can run (an act_bf16 design on an avx512
- * device with avx512bf16), by default GM_DOT_DEFAULT; forced off elsewhere, also over a
- * call site.
+ * device with avx512bf16), by default GM_DOT_DEFAULT where it outruns the FMAs
+ * (bf16_dot_fast: AMD's cores), else 0; forced off where it cannot run, also over a call
+ * site.
  * Block sizes from the device's caches only (never the extents: one design serves all).
  * f32 path: an MR x KC A panel in 2/3 of L1 (it stays there through a sweep of N), an MC x KC
  * A block in L2 (packed, then walked panel by panel), and the KC x NC B block in half of L2
@@ -279,7 +281,13 @@ static void resolve(fe_op_ctx *c) {
     const int64_t given = c->tunables[GM_DOT];
     if (!c->tunable_set[GM_DOT] || (given == GM_DOT_AMX && !amx) ||
         (given != GM_DOT_AMX && given != GM_DOT_OFF && !vec)) {
-        c->tunables[GM_DOT] = amx ? GM_DOT_AMX : vec ? GM_DOT_DEFAULT : GM_DOT_OFF;
+        /* vdpbf16ps by default only where it outruns the FMAs (bf16_dot_fast): a Xeon
+         * without its tiles (FERRUM_ISA=avx512noamx) ran the Llama 3.2 1B shape's BF16
+         * prefill at 87-89 tok/s by vdpbf16ps (bf16_dot 1 or 2) and 127 by the f32 path
+         * over the same bf16 values (bf16_dot 0) */
+        c->tunables[GM_DOT] = amx                           ? GM_DOT_AMX
+                            : vec && c->dev->bf16_dot_fast ? GM_DOT_DEFAULT
+                                                           : GM_DOT_OFF;
         c->tunable_set[GM_DOT] = true;
     }
     const bool i8 = c->params[GM_P_INT8] != 0;
@@ -634,8 +642,9 @@ static const fe_case cases[] = {
     {.name = "bf16/k576", SHAPE(4, 40, 576), .absent = PLAIN}, /* one K block with its tail */
     {.name = "bf16/wide", SHAPE(3, 2100, 24), .absent = NO_RES},
     {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
-    /* act_bf16: on AVX512_BF16 the resolved design is bf16_dot = 1, 14 x 32 tiles over
-     * k-pair panels of 32 rows of B (from B's layout, or packed per call: the catalog runs
+    /* act_bf16: the resolved design is bf16_dot = 1 where vdpbf16ps outruns the FMAs
+     * (AMD's AVX512_BF16 cores; elsewhere 3 with AMX tiles, else 0; the dot1_ cases below
+     * pin 1 wherever it runs), 14 x 32 tiles over k-pair panels of 32 rows of B (from B's layout, or packed per call: the catalog runs
      * each case both ways and compares the bytes). Edges: M 1..a chunk (tiles of 14 rows,
      * blocks of MC = 128 rows), N off the 32-row panel, an odd k (the last pair's high
      * half; the middle bound k = K/2 + 1 is odd for even K), K past KC = 2048 with a rest
