@@ -57,12 +57,12 @@ fe_h fe_block_gemv(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h w, fe_block_act
     return fe_apply(t, "GEMV", in, n_in, s, n, NULL, 0);
 }
 
-/* C = epilogue(A B^T) over the rows of a chunk, with the mode's act_bf16 (or act_bf16 where
- * B's dtype is one of bf16_dtypes, act_int8 where int8_for B) and up to one more setting;
- * into dst when dst is a tensor */
+/* C = epilogue(A B^T) over the rows of a chunk, with act_bf16 where B's dtype is one of the
+ * mode's bf16_dtypes (else act_int8 where int8_for B) and up to one more setting; into dst
+ * when dst is a tensor */
 static fe_h gemm(fe_trace *t, fe_block_mode mm, fe_h dst, fe_h *in, int n_in, const fe_setting *extra) {
     const fe_dtype wdt = fe_dtype_of(t, in[1]);
-    const bool bf16 = mm.act_bf16 || (wdt < FE_DTYPE_COUNT && (mm.bf16_dtypes >> wdt & 1u));
+    const bool bf16 = wdt < FE_DTYPE_COUNT && (mm.bf16_dtypes >> wdt & 1u);
     fe_setting s[2] = {{bf16 ? "act_bf16" : "act_int8", 1}};
     int n = bf16 || int8_for(t, mm, in[1]) ? 1 : 0;
     if (extra) s[n++] = *extra;

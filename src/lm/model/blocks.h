@@ -11,25 +11,27 @@
 #define FE_LM_BLOCKS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ferrum/graph.h"
 
-/* How a body multiplies: decode (GEMVs; one row) or a chunk (GEMMs over its rows), whether
+/* How a body multiplies: decode (GEMVs; one row) or a chunk (GEMMs over its rows), which of
  * the chunk's GEMMs round activations to bf16 for bf16 dot products (GEMM act_bf16), whether
  * products over block-quantised matrices take int8 activations (GEMV or GEMM act_int8), and
  * the model's RMSNorm epsilon. Both activation designs are the user's choice, not the
  * tuner's: they change the numbers beyond the f32 designs' tolerance. */
 typedef struct fe_block_mode {
-    bool decode, act_bf16, act_int8;
+    bool decode, act_int8;
     double eps;
     /* bit t: a chunk's GEMMs over matrices of dtype t take act_bf16 (a block matrix's values
-     * rounded to bf16 too, in place of act_int8; lm/model/dots.h) */
+     * rounded to bf16 too, in place of act_int8; lm/model/dots.h); FE_BLOCK_EVERY_DTYPE: all */
     uint32_t bf16_dtypes;
     /* Trace the fused forms by hand (the GEMV prologue and epilogues, the GEMM activations and
      * residuals, products and RoPE written straight into a cache) instead of plain steps: the
      * graph the fold pass must recover, step for step, for tests (tests/test_plain_body.c) */
     bool hand_fused;
 } fe_block_mode;
+#define FE_BLOCK_EVERY_DTYPE UINT32_MAX
 
 /* How a model's body is traced and folded: plain steps with every fold the pass admits
  * (the default: the zero value), plain steps each left a step of its own, plain steps with

@@ -53,9 +53,10 @@ static fe_status causal_body(fe_trace *t, const void *model) {
     fe_val pos = fe_carried(t, "position");
     fe_h token = fe_carried_tensor(t, "token", FE_DTYPE_I32, 1, &one);
     bool decode = !fe_has_input(t, "tokens"), host_token = fe_has_input(t, "token");
-    fe_block_mode mm = {decode, false,
-                        decode ? m->o.decode_dot != FE_DECODE_DOT_F32 : m->dots.act_int8, c->rms_eps,
-                        .bf16_dtypes = decode ? 0 : m->dots.bf16_dtypes,
+    fe_block_mode mm = {.decode = decode,
+                        .act_int8 = decode ? m->o.decode_dot != FE_DECODE_DOT_F32
+                                           : m->dots.act_int8,
+                        .eps = c->rms_eps, .bf16_dtypes = decode ? 0 : m->dots.bf16_dtypes,
                         .hand_fused = m->o.body == FE_BODY_HAND_FUSED};
     int64_t C = decode ? 1 : m->o.chunk;
     fe_val n = decode ? fe_const(1) : fe_scratchpad(t, "n");

@@ -62,7 +62,8 @@ static fe_status encoder_body(fe_trace *t, const void *model) {
     const fe_encoder *e = model;
     const fe_bert_config *c = &e->w->cfg;
     const int64_t R = e->rows;
-    const fe_block_mode mm = {.act_bf16 = e->o.dot_bf16, .eps = c->ln_eps,
+    const fe_block_mode mm = {.bf16_dtypes = e->o.dot_bf16 ? FE_BLOCK_EVERY_DTYPE : 0,
+                              .eps = c->ln_eps,
                               .hand_fused = e->o.body == FE_BODY_HAND_FUSED};
     fe_val n = fe_scratchpad(t, "n");
     fe_h lengths = fe_input(t, "lengths");

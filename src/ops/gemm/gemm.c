@@ -98,13 +98,14 @@ static const fe_tunable_decl tunables[] = {
                    "16 rows' quants transposed per block, made once; the decode's GEMV panel = "
                    "1 reads the same copy), 0 = packed from B's rows as stored; the same "
                    "words either way. bf16 B with bf16_dot = 0 (AVX2, AVX-512 without "
-                   "avx512bf16): 1 = B's f32 panels widened per call from the k-pair layout "
+                   "tiles or a fast vdpbf16ps): 1 = B's f32 panels widened per call from the k-pair layout "
                    "of 32 rows that the decode's GEMV panel = 1 reads, 0 = from B's rows; "
                    "the same floats. act_bf16 over block B on the AMX tiles (bf16_dot = 3): 1 = "
                    "B's bf16 panels widened per call from the GEMV's panel layout, 0 = from "
-                   "B's rows; the same values (resolve sets 1 for bf16 where it serves, for act_int8 "
-                   "and act_bf16 where the decode's GEMV reads panels by default: q4_1, q4_0, "
-                   "q5_0, q4_k, q6_k, and q8_0 on AVX-512; off where it does not serve)"},
+                   "B's rows; the same values (resolve sets 1 for bf16 where it serves, for "
+                   "act_int8 and act_bf16 where the decode's GEMV reads panels by default: "
+                   "q4_1, q4_0, q5_0, q4_k, q6_k, and q8_0 on AVX-512; off where it does not "
+                   "serve)"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -264,8 +265,8 @@ static void resolve_int8_blocks(fe_op_ctx *c, bool kc_given, bool nc_given, doub
  * NC 512's 176 (`FERRUM_ISA=avx2 ferrum tune GEMM case=bf16/8192x2048`), and the prefill at
  * 61 tok/s against 72-83. L2s of 1 MiB or less (Zen 3/4/5, Ice Lake) keep the LLC rule. */
 static int64_t f32_path_nc(double kc, double l2, double l3, int workers) {
-    const int64_t in_l2 = fit_choice(&tunables[GM_NC], 4.0 * kc, l2 / 2);
-    if (in_l2 >= 512 && 4.0 * kc * (double)in_l2 <= l2 / 2) return in_l2;
+    const int64_t in_l2 = fit_choice(&tunables[GM_NC], 4.0 * kc, l2 / 2); /* 256: none fit */
+    if (in_l2 >= 512) return in_l2;
     return fit_choice(&tunables[GM_NC], 4.0 * kc, l3 / (4.0 * workers));
 }
 
@@ -644,8 +645,9 @@ static const fe_case cases[] = {
     {.name = "f32/tall", SHAPE(600, 20, 24), .absent = PLAIN},
     /* act_bf16: the resolved design is bf16_dot = 1 where vdpbf16ps outruns the FMAs
      * (AMD's AVX512_BF16 cores; elsewhere 3 with AMX tiles, else 0; the dot1_ cases below
-     * pin 1 wherever it runs), 14 x 32 tiles over k-pair panels of 32 rows of B (from B's layout, or packed per call: the catalog runs
-     * each case both ways and compares the bytes). Edges: M 1..a chunk (tiles of 14 rows,
+     * pin 1 wherever it runs), 14 x 32 tiles over k-pair panels of 32 rows of B (from B's
+     * layout, or packed per call: the catalog runs each case both ways and compares the
+     * bytes). Edges: M 1..a chunk (tiles of 14 rows,
      * blocks of MC = 128 rows), N off the 32-row panel, an odd k (the last pair's high
      * half; the middle bound k = K/2 + 1 is odd for even K), K past KC = 2048 with a rest
      * that joins the last block (2560) and one that does not (2599) */
@@ -702,9 +704,10 @@ static const fe_case cases[] = {
     {.name = "bf16/amx_gated", SHAPE(29, 65, 63), BF16, .absent = GATED, AMX},
     /* act_bf16 over block B (B's values rounded to bf16 too): on the tiles from the
      * GEMV's panels (b_panels = 1, the default where they serve) and from B's rows, every
-     * dtype they take (the K types' 256-blocks too), M 1..a chunk, N off the panel, K over KC = 2048 with a rest, the
-     * bound k straddling a block (the catalog's middle bound), the epilogues; the f32 path
-     * (bf16_dot = 0, the design where the device has no AMX-BF16) and a K type there */
+     * dtype they take (the K types' 256-blocks too), M 1..a chunk, N off the panel, K over
+     * KC = 2048 with a rest, the bound k straddling a block (the catalog's middle bound),
+     * the epilogues; the f32 path (bf16_dot = 0, the design where the device has no
+     * AMX-BF16) and a K type there */
     {.name = "q8_0/amx_bf16_odd", SHAPE(7, 33, 96), BF16, .absent = PLAIN, AMX},
     {.name = "q4_0/amx_bf16_tiles", SHAPE(33, 65, 160), BF16, .absent = NO_RES, AMX},
     {.name = "q4_1/amx_bf16_all", SHAPE(13, 48, 96),

@@ -168,9 +168,7 @@ enum { GEMV_PANEL_ROWS = 32 };
  * 12.2-12.5 with it (8 ahead 11.6-12.2, 32 10.9-11.2, 64 7.6-7.8; into L2 alone,
  * _MM_HINT_T1, 12.0-12.7 against 13.1-13.2 into L1 in another round). The AVX-512 kernel, at
  * the read roof there already, ran 12.7 with it against 12.9-13.2 without, and has none. */
-#ifndef GEMV_PANEL_AHEAD
-#define GEMV_PANEL_AHEAD 16
-#endif
+enum { GEMV_PANEL_AHEAD = 16 };
 size_t fe_gemv_bf16_panel_worker_bytes(const gemv_shape *s);
 void fe_gemv_bf16_pairs_layout(const void *b, int64_t N, int64_t K, int64_t p0, int64_t p1, float *dst);
 
