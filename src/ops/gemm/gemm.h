@@ -250,6 +250,10 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p);
  * the worker has nothing. */
 void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int ith, int nth,
               int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1);
+/* Whether gm_split's grid for these rows gives two workers the same rows (N split among
+ * them), so that each would quantise every row of its share of A itself (act_int8) */
+bool gm_split_shares_rows(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n,
+                          int nth);
 
 /* act_int8: rows [r0, r1) of A (K columns a row) quantised into dst, gm_i8_row_words(K)
  * words a row from dst (the first row r0): the first k columns by `quant` (fe_gemv_quant_x,
