@@ -216,16 +216,18 @@ static inline float v_hmax(vf a) { return a; }
 static inline vf v_zero(void) { return v_set1(0.0f); }
 
 /* e^x: round x / ln 2 to n, reduce r = x - n ln 2 (two-part ln 2), a degree-6 polynomial for
- * e^r, then scale by 2^n. AVX-512 scales with vscalefps, which over- and underflows
- * correctly (denormals included), so x needs only a loose clamp; the others build 2^n in the
- * exponent bits and clamp x to [-87.3, 88.37]. NaN stays NaN (max/min return their second
- * operand on NaN). */
+ * e^r, then scale by 2^n (AVX-512: vscalefps; the others build 2^n in the exponent bits).
+ * x is clamped to [-87.3, 88.37] on every ISA, so e^x is never a denormal: below -87.3 it
+ * is e^-87.3 (1.2e-38, the smallest normal float's neighbourhood), an absolute error under
+ * 1.2e-38. A denormal result would cost a microcode assist on Intel's cores, and the
+ * attention's softmax takes e^x of every masked score (-inf): with AVX-512's earlier clamp at
+ * -103.9 those assists held SmolLM2's MHA at 1.33x its time on AMX (docs/performance.md, the
+ * thirtieth session). NaN stays NaN (max/min return their second operand on NaN). */
 static inline vf v_exp(vf x) {
+    x = v_min(v_set1(88.3762f), v_max(v_set1(-87.3365f), x));
 #if defined(__AVX512F__)
-    x = v_min(v_set1(88.3762f), v_max(v_set1(-103.9f), x));
     vf n = v_round(v_mul(x, v_set1(1.44269504088896341f)));
 #else
-    x = v_min(v_set1(88.3762f), v_max(v_set1(-87.3365f), x));
     vf n = v_min(v_round(v_mul(x, v_set1(1.44269504088896341f))), v_set1(127.0f));
 #endif
     vf r = v_fma(n, v_set1(-0.693359375f), x);
