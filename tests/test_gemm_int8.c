@@ -7,7 +7,9 @@
  * bounds the design's distance from the f32 products: each quantised value is within half a
  * step (dx / 2) of a's, so |C_int8 - C_f32| <= sum over blocks of dx / 2 sum |w|; and the
  * kernels' two ways of writing C (whole tiles from the registers, the rest through a tile
- * buffer) agree exactly; and q5_0's largest products stay exact (no int16 lane saturates). */
+ * buffer) agree exactly; and q5_0's largest products stay exact (no int16 lane saturates);
+ * and A's rows quantised once for all workers (where they split N) give the bytes each
+ * worker's own quantisation gave, at any worker count and row bound. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -259,12 +261,87 @@ static void gemm_int8_q5_0_extremes_stay_exact(void **s) {
     print_message("q5_0 extremes exact in %d (ISA, int8_dot) runs\n", checked);
 }
 
+/* A's rows are quantised once a call, a share a worker, where the workers split N (kernels.inc,
+ * gm_quant_a), and each worker's own where they split M: on 2 and 3 workers C must be the
+ * bytes of 1 worker's run, at full and bounded rows, for every int8 design and block dtype. */
+enum { QK = 512 };
+static void run_rows_on(fe_isa isa, int workers, fe_tensor *g, const fe_setting *tun,
+                        int64_t rows) {
+    fe_device_options o = fe_device_options_default();
+    o.n_workers = workers;
+    o.max_isa = (int)isa;
+    fe_device *dev = NULL;
+    assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
+    const fe_setting gp[1] = {{"act_int8", 1}};
+    fe_op_request req = {.op = "GEMM", .operands = g, .n_operands = 5, .params = gp,
+                         .n_params = 1, .tunables = tun, .n_tunables = 1};
+    fe_kernel *k = NULL;
+    fe_error err = {0};
+    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("GEMM: %s", err.message);
+    const int64_t vals[2] = {rows, QK};
+    assert_int_equal(fe_kernel_run(k, g, 5, vals, 2), FE_OK);
+    fe_kernel_destroy(k);
+    fe_device_destroy(dev);
+}
+
+static void gemm_int8_shared_quantisation_is_each_workers_own(void **s) {
+    (void)s;
+    const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1,
+                            FE_DTYPE_Q5_0, FE_DTYPE_Q4_K, FE_DTYPE_Q6_K};
+    const int64_t shapes[2][2] = {{9, 300}, {70, 40}}; /* (M, N): N split, then M split */
+    fe_device *probe = device_at(FE_ISA_AVX512);
+    const fe_isa best = fe_device_get_info(probe)->best_isa;
+    fe_device_destroy(probe);
+    int checked = 0;
+    for (int isa = 0; isa <= (int)best; isa++)
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+            for (int sh = 0; sh < 2; sh++) {
+                const int64_t m = shapes[sh][0], n = shapes[sh][1];
+                const int64_t mk[2] = {m, QK}, nk[2] = {n, QK}, mn[2] = {m, n};
+                fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
+                fe_tensor w = fe_tensor_contiguous(NULL, dts[di], 2, nk);
+                fe_tensor c = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mn);
+                test_buf ab, wb, c1, cw;
+                assert_true(test_buf_alloc(&ab, &a) && test_buf_alloc(&wb, &w));
+                assert_true(test_buf_alloc(&c1, &c) && test_buf_alloc(&cw, &c));
+                test_rng rng = {.s = 0x5a7e + di};
+                test_buf_draw(&ab, FE_DTYPE_F32, -2, 2, &rng);
+                test_buf_draw(&wb, dts[di], -1, 1, &rng);
+                a.data = ab.mem, w.data = wb.mem;
+                for (int dot = 0; dot <= 3; dot++)
+                    for (int64_t rows = m; rows > 0; rows = rows == m ? m / 2 + 1 : 0) {
+                        const fe_setting tun[1] = {{"int8_dot", dot}};
+                        memset(c1.mem, 0, (size_t)(m * n) * 4);
+                        c.data = c1.mem;
+                        fe_tensor g[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
+                        run_rows_on((fe_isa)isa, 1, g, tun, rows);
+                        for (int workers = 2; workers <= 3; workers++) {
+                            memset(cw.mem, 0, (size_t)(m * n) * 4);
+                            g[4].data = cw.mem;
+                            run_rows_on((fe_isa)isa, workers, g, tun, rows);
+                            if (memcmp(c1.mem, cw.mem, (size_t)(m * n) * 4) != 0)
+                                fail_msg("%s, %s, %lld x %lld, rows %lld, int8_dot %d: %d "
+                                         "workers differ from 1", fe_isa_name((fe_isa)isa),
+                                         fe_dtype_info(dts[di])->name, (long long)m,
+                                         (long long)n, (long long)rows, dot, workers);
+                            checked++;
+                        }
+                    }
+                test_buf_free(&ab);
+                test_buf_free(&wb);
+                test_buf_free(&c1);
+                test_buf_free(&cw);
+            }
+    print_message("act_int8 on 2 and 3 workers = 1 worker in %d runs\n", checked);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemm_int8_rows_are_gemv_int8_batches),
         cmocka_unit_test(gemm_int8_is_within_half_a_step_of_f32),
         cmocka_unit_test(gemm_int8_tiles_into_c_equal_the_tile_buffer_path),
         cmocka_unit_test(gemm_int8_q5_0_extremes_stay_exact),
+        cmocka_unit_test(gemm_int8_shared_quantisation_is_each_workers_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
