@@ -254,6 +254,8 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
  * them), so that each would quantise every row of its share of A itself (act_int8) */
 bool gm_split_shares_rows(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n,
                           int nth);
+/* Whether that grid splits N alone (every worker with columns has every row) */
+bool gm_split_n_only(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int nth);
 
 /* act_int8: rows [r0, r1) of A (K columns a row) quantised into dst, gm_i8_row_words(K)
  * words a row from dst (the first row r0): the first k columns by `quant` (fe_gemv_quant_x,

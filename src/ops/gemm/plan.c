@@ -143,6 +143,13 @@ bool gm_split_shares_rows(const gm_plan *p, const fe_design *d, int64_t rows, in
     return wn > 1;
 }
 
+bool gm_split_n_only(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int nth) {
+    int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr), wm, wn;
+    if (mt == 0 || np == 0 || nth < 2) return false;
+    grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, &wm, &wn);
+    return wm == 1 && wn > 1;
+}
+
 /* The sum of a 32-block of int8, eight bytes a word: each byte + 128 (as u8), pairs summed
  * into 16-bit lanes, the four words' lanes added (at most 4 x 510), then the four lanes (this
  * file is built for baseline x86-64: a byte loop here cost 2 % of a SmolLM2 prefill). */
