@@ -247,15 +247,11 @@ void gm_tile(fe_isa isa, int *mr, int *nr);
 void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p);
 /* Worker ith's rows [m0, m1) and columns [n0, n1) of the bounded work (rows x N), on a grid
  * of workers over (M tiles x N panels) chosen to balance compute plus B packing; empty when
- * the worker has nothing. */
+ * the worker has nothing. The grid itself in *wm row groups x *wn column groups (0 x 0 when
+ * there is no work), the same for every worker: wn > 1 means workers share rows (each would
+ * quantise or round A's rows of its share itself), wm = 1 that every worker has every row. */
 void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int ith, int nth,
-              int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1);
-/* Whether gm_split's grid for these rows gives two workers the same rows (N split among
- * them), so that each would quantise every row of its share of A itself (act_int8) */
-bool gm_split_shares_rows(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n,
-                          int nth);
-/* Whether that grid splits N alone (every worker with columns has every row) */
-bool gm_split_n_only(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int nth);
+              int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1, int64_t *wm, int64_t *wn);
 
 /* act_int8: rows [r0, r1) of A (K columns a row) quantised into dst, gm_i8_row_words(K)
  * words a row from dst (the first row r0): the first k columns by `quant` (fe_gemv_quant_x,

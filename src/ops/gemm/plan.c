@@ -119,12 +119,13 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
 }
 
 void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int ith, int nth,
-              int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
-    *m0 = *m1 = *n0 = *n1 = 0;
+              int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1, int64_t *wm, int64_t *wn) {
+    *m0 = *m1 = *n0 = *n1 = *wm = *wn = 0;
     int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr);
     if (mt == 0 || np == 0 || nth < 1) return;
     int64_t best_m, best_n;
     grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, &best_m, &best_n);
+    *wm = best_m, *wn = best_n;
     if (ith >= best_m * best_n) return;
     int64_t t0, t1, q0, q1;
     fe_split(mt, (int)(ith / best_n), (int)best_m, 1, &t0, &t1);
@@ -133,21 +134,6 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
     *m1 = min64(t1 * p->mr, rows);
     *n0 = q0 * p->nr;
     *n1 = min64(q1 * p->nr, n);
-}
-
-bool gm_split_shares_rows(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n,
-                          int nth) {
-    int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr), wm, wn;
-    if (mt == 0 || np == 0 || nth < 2) return false;
-    grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, &wm, &wn);
-    return wn > 1;
-}
-
-bool gm_split_n_only(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int nth) {
-    int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr), wm, wn;
-    if (mt == 0 || np == 0 || nth < 2) return false;
-    grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, &wm, &wn);
-    return wm == 1 && wn > 1;
 }
 
 /* The sum of a 32-block of int8, eight bytes a word: each byte + 128 (as u8), pairs summed
