@@ -263,12 +263,10 @@ static void gemm_int8_q5_0_extremes_stay_exact(void **s) {
 
 /* A's rows are quantised once a call, a share a worker, where the workers split N (kernels.inc,
  * gm_quant_a), and each worker's own where they split M: on 2 and 3 workers C must be the
- * bytes of 1 worker's run, at full and bounded rows, for every int8 design and block dtype.
- * The third shape splits N by the cost model, and M where a_split_kib 256 holds (A's 400
- * quantised rows over 256 KiB, a worker's share under it; at the bounded rows N again). */
+ * bytes of 1 worker's run, at full and bounded rows, for every int8 design and block dtype. */
 enum { QK = 512 };
 static void run_rows_on(fe_isa isa, int workers, fe_tensor *g, const fe_setting *tun,
-                        int n_tun, int64_t rows) {
+                        int64_t rows) {
     fe_device_options o = fe_device_options_default();
     o.n_workers = workers;
     o.max_isa = (int)isa;
@@ -276,7 +274,7 @@ static void run_rows_on(fe_isa isa, int workers, fe_tensor *g, const fe_setting 
     assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
     const fe_setting gp[1] = {{"act_int8", 1}};
     fe_op_request req = {.op = "GEMM", .operands = g, .n_operands = 5, .params = gp,
-                         .n_params = 1, .tunables = tun, .n_tunables = n_tun};
+                         .n_params = 1, .tunables = tun, .n_tunables = 1};
     fe_kernel *k = NULL;
     fe_error err = {0};
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("GEMM: %s", err.message);
@@ -290,15 +288,14 @@ static void gemm_int8_shared_quantisation_is_each_workers_own(void **s) {
     (void)s;
     const fe_dtype dts[] = {FE_DTYPE_Q8_0, FE_DTYPE_Q4_0, FE_DTYPE_Q4_1,
                             FE_DTYPE_Q5_0, FE_DTYPE_Q4_K, FE_DTYPE_Q6_K};
-    /* (M, N): N split, M split, then M split by a_split_kib */
-    const int64_t shapes[3][2] = {{9, 300}, {70, 40}, {400, 600}};
+    const int64_t shapes[2][2] = {{9, 300}, {70, 40}}; /* (M, N): N split, then M split */
     fe_device *probe = device_at(FE_ISA_AVX512);
     const fe_isa best = fe_device_get_info(probe)->best_isa;
     fe_device_destroy(probe);
     int checked = 0;
     for (int isa = 0; isa <= (int)best; isa++)
         for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
-            for (int sh = 0; sh < 3; sh++) {
+            for (int sh = 0; sh < 2; sh++) {
                 const int64_t m = shapes[sh][0], n = shapes[sh][1];
                 const int64_t mk[2] = {m, QK}, nk[2] = {n, QK}, mn[2] = {m, n};
                 fe_tensor a = fe_tensor_contiguous(NULL, FE_DTYPE_F32, 2, mk);
@@ -313,16 +310,15 @@ static void gemm_int8_shared_quantisation_is_each_workers_own(void **s) {
                 a.data = ab.mem, w.data = wb.mem;
                 for (int dot = 0; dot <= 3; dot++)
                     for (int64_t rows = m; rows > 0; rows = rows == m ? m / 2 + 1 : 0) {
-                        const fe_setting tun[2] = {{"int8_dot", dot}, {"a_split_kib", 256}};
-                        const int n_tun = sh == 2 ? 2 : 1;
+                        const fe_setting tun[1] = {{"int8_dot", dot}};
                         memset(c1.mem, 0, (size_t)(m * n) * 4);
                         c.data = c1.mem;
                         fe_tensor g[5] = {a, w, {.rank = 0}, {.rank = 0}, c};
-                        run_rows_on((fe_isa)isa, 1, g, tun, n_tun, rows);
+                        run_rows_on((fe_isa)isa, 1, g, tun, rows);
                         for (int workers = 2; workers <= 3; workers++) {
                             memset(cw.mem, 0, (size_t)(m * n) * 4);
                             g[4].data = cw.mem;
-                            run_rows_on((fe_isa)isa, workers, g, tun, n_tun, rows);
+                            run_rows_on((fe_isa)isa, workers, g, tun, rows);
                             if (memcmp(c1.mem, cw.mem, (size_t)(m * n) * 4) != 0)
                                 fail_msg("%s, %s, %lld x %lld, rows %lld, int8_dot %d: %d "
                                          "workers differ from 1", fe_isa_name((fe_isa)isa),

@@ -16,7 +16,7 @@
 enum {
     FE_MAX_OPERANDS = 6,
     FE_MAX_PARAMS = 6,
-    FE_MAX_TUNABLES = 8,
+    FE_MAX_TUNABLES = 7,
     FE_MAX_EXTENTS = 4,
     FE_MAX_VALUES = 3,
     FE_MAX_CHOICES = 8,

@@ -106,18 +106,6 @@ static const fe_tunable_decl tunables[] = {
                    "act_int8 and act_bf16 where the decode's GEMV reads panels by default: "
                    "q4_1, q4_0, q5_0, q4_k, q6_k, and q8_0 on AVX-512; off where it does not "
                    "serve)"},
-    [GM_ASPLIT] = {"a_split_kib", {.kind = FE_DOMAIN_CHOICES,
-                                   .choices = {0, 256, 512, 896, 1024, 1792, 3584, 4096},
-                                   .n_choices = 8},
-                   0, true,
-                   "act_int8: where the workers would split C's columns, each reads all of "
-                   "A's quantised rows (int8, or int8_dot = 2's int16 pairs) once per B panel; "
-                   "where those rows take more than this many KiB and one worker's share of "
-                   "them no more, the workers split the rows instead, each keeping its share "
-                   "in its L2 and packing every B panel itself; 0 = never. The same sums "
-                   "either way (resolve sets 7/8 of the L2 for int8_dot = 2, where it was "
-                   "measured, 0 for the other act_int8 designs; not read without act_int8: "
-                   "0 there whatever is given)"},
 };
 
 static const fe_operand_decl operands[] = {
@@ -364,16 +352,6 @@ static void resolve(fe_op_ctx *c) {
         c->tunable_set[GM_NC] = true;
     }
     resolve_int8_blocks(c, kc_given, nc_given, l1, l2);
-    if (!i8) { /* not read: one design whatever a call site or profile gives */
-        c->tunables[GM_ASPLIT] = 0;
-        c->tunable_set[GM_ASPLIT] = true;
-    }
-    if (!c->tunable_set[GM_ASPLIT]) {
-        c->tunables[GM_ASPLIT] = c->tunables[GM_DOT8] == GM_DOT8_PAIRS16
-                                     ? fit_choice(&tunables[GM_ASPLIT], 1024.0, l2 * 7 / 8)
-                                     : 0;
-        c->tunable_set[GM_ASPLIT] = true;
-    }
 }
 
 static double act_ref(double x, int act) {
@@ -823,15 +801,6 @@ static const fe_case cases[] = {
      .tunables = {{"int8_dot", 2}, {"KC", 512}}, .n_tunables = 2},
     {.name = "q8_0/int8_pairs16_res", SHAPE(31, 37, 1088), I8, .absent = NO_BIAS,
      .tunables = {{"int8_dot", 2}, {"KC", 512}}, .n_tunables = 2},
-    /* the rows split by a_split_kib (gemm.h): A's quantised rows over 256 KiB, a worker's
-     * share of them under it on 2 or 3 workers, so the workers split M where they split N
-     * (int16 pairs; the device's own int8 design; a K type) */
-    {.name = "q8_0/int8_pairs16_rows", SHAPE(160, 250, 1088), I8, .absent = NO_RES,
-     .tunables = {{"int8_dot", 2}, {"a_split_kib", 256}}, .n_tunables = 2},
-    {.name = "q8_0/int8_rows_split", SHAPE(200, 97, 1088), I8, .absent = NO_BIAS,
-     .tunables = {{"a_split_kib", 256}}, .n_tunables = 1},
-    {.name = "q4_k/int8_rows_split", SHAPE(200, 40, 1280), I8, .absent = PLAIN,
-     .tunables = {{"a_split_kib", 256}}, .n_tunables = 1},
     /* the multiplier alone (a gated product's up GEMM, fold.c), through every design: the
      * f32 path, bf16_dot 1 and 2, act_int8 by VNNI / vpmaddubsw / int16 pairs, the K types;
      * edge tiles (M, N off the tiles) go through gm_store, whole ones through the registers */

@@ -54,10 +54,7 @@
  * Workers split N (each packs only its own B panels, so B is read once in all; N is the
  * long axis of every weight: 576..262144) and split M as well where that costs less, B
  * panels, A panels and tiles counted (gm_split): when N has few micro-panels per worker, or
- * rows far outnumber columns (every worker packs all of A's rows it multiplies). Under
- * act_int8 a worker that splits N reads all of A's quantised rows for every B panel; where
- * they outgrow the L2 and a worker's share of them would not (tunable a_split_kib), the
- * workers split M instead, each keeping its rows in its L2 and packing every B panel. */
+ * rows far outnumber columns (every worker packs all of A's rows it multiplies). */
 #ifndef FE_OPS_GEMM_H
 #define FE_OPS_GEMM_H
 
@@ -70,7 +67,7 @@
 enum { GM_A, GM_B, GM_BIAS, GM_RES, GM_C, GM_MUL };  /* operands (the multiplier last) */
 enum { GM_P_ACT, GM_P_CMIN, GM_P_CMAX, GM_P_BF16, GM_P_INT8 }; /* params */
 enum { GM_ACT_NONE, GM_ACT_SILU, GM_ACT_GELU, GM_ACT_GELU_ERF }; /* activation choices */
-enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8, GM_PANELS, GM_ASPLIT }; /* tunables */
+enum { GM_WIDTH, GM_MC, GM_NC, GM_KC, GM_DOT, GM_DOT8, GM_PANELS }; /* tunables */
 enum { GM_DOT_OFF, GM_DOT_PACKED, GM_DOT_ROWS, GM_DOT_AMX }; /* bf16_dot choices */
 /* resolved where it can run: GM_DOT_AMX where the device has AMX-BF16, else GM_DOT_PACKED */
 #define GM_DOT_DEFAULT GM_DOT_PACKED
@@ -201,7 +198,6 @@ typedef struct gm_plan {
     bool vnni;             /* act_int8 by vpdpbusd (int8_dot = 1) */
     bool amx8;             /* act_int8 in AMX tiles, 32 x 32 blocks (int8_dot = 3, amx.inc) */
     bool w16;              /* act_int8 over q8_0 by int16 k-pairs (int8_dot = 2, AVX2) */
-    int64_t a_row_bytes;   /* act_int8: bytes of one quantised row of A (0 elsewhere) */
     int64_t mc, nc, kb;    /* blocks: mc a multiple of mr, nc of nr, kb (K) of GM_KSTEP */
     int64_t kc;            /* the deepest K block (see gm_kblock) */
     int64_t ap, bp, tmp;   /* 4-byte words per worker: packed A (rows: mc rows of A as bf16,
@@ -250,9 +246,7 @@ void gm_tile(fe_isa isa, int *mr, int *nr);
  * nth workers (the step's width): the same at create (workspace) and in every run. */
 void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p);
 /* Worker ith's rows [m0, m1) and columns [n0, n1) of the bounded work (rows x N), on a grid
- * of workers over (M tiles x N panels) chosen to balance compute plus B packing (act_int8:
- * rows split where all of A's quantised rows take more than a_split_kib KiB and one
- * worker's share no more); empty when
+ * of workers over (M tiles x N panels) chosen to balance compute plus B packing; empty when
  * the worker has nothing. The grid itself in *wm row groups x *wn column groups (0 x 0 when
  * there is no work), the same for every worker: wn > 1 means workers share rows (each would
  * quantise or round A's rows of its share itself), wm = 1 that every worker has every row. */

@@ -45,21 +45,6 @@ static int64_t pack_cost(const fe_design *d) {
     return fe_dtype_info(d->dtypes[GM_B])->block > 1 ? 4 : 1;
 }
 
-/* grid_of, then act_int8's rule (gemm.h's opening): where the grid splits N, each worker
- * reads all `rows` quantised rows of A once per B panel; where they take more than the
- * design's a_split_kib and one worker's share of them no more, the rows are split over the
- * workers instead (as many groups as there are row tiles, at most), so that each keeps its
- * share in its L2. The sums are the same: each element of C is one tile's, whatever the
- * grid. (pairs16's int16 A on this rule's Xeon, 2 MiB L2: gemm.c's resolve_int8_blocks.) */
-static void grid_for(const gm_plan *p, const fe_design *d, int64_t mt, int64_t np,
-                     int64_t rows, int nth, int64_t *wm, int64_t *wn) {
-    grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, wm, wn);
-    const double budget = (double)d->tunables[GM_ASPLIT] * 1024.0;
-    const double a_bytes = (double)rows * (double)p->a_row_bytes;
-    if (*wn > 1 && budget > 0 && a_bytes > budget && a_bytes / nth <= budget)
-        *wm = min64(nth, mt), *wn = 1;
-}
-
 void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
     const bool avx512_dot = d->isa == FE_ISA_AVX512 && d->params[GM_P_BF16] != 0;
     p->dot = avx512_dot && d->tunables[GM_DOT] == GM_DOT_PACKED;
@@ -85,8 +70,6 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
         p->mr = p->vnni ? GM_MR_I8_AVX2_VNNI : GM_MR_I8_AVX2, p->nr = GM_NR_I8_AVX2;
     else gm_tile(d->isa, &p->mr, &p->nr);
     int64_t M = a->ext[GM_M], N = a->ext[GM_N], K = a->ext[GM_K];
-    p->a_row_bytes = !p->i8 ? 0 : 4 * (p->w16 ? gm_w16_row_words(round_up(K, GM_KSTEP))
-                                              : gm_i8_row_words(round_up(K, GM_KSTEP)));
     /* blocks never larger than the (rounded-up) extents: a small GEMM takes a small
      * workspace; the kernel computes the same numbers, so the layout agrees */
     p->mc = min64(round_up(d->tunables[GM_MC], p->mr), round_up(M, p->mr));
@@ -95,7 +78,7 @@ void gm_plan_make(const fe_args *a, const fe_design *d, int nth, gm_plan *p) {
      * N split over the workers, each packs only its share (half the workspace on 2) */
     int64_t np = ceil_div(N, p->nr), widest = 1, wm, wn;
     for (int64_t mt = 1; mt <= ceil_div(M, p->mr); mt++) {
-        grid_for(p, d, mt, np, min64(mt * p->mr, M), nth < 1 ? 1 : nth, &wm, &wn);
+        grid_of(mt, np, nth < 1 ? 1 : nth, pack_cost(d), p->mr, p->nr, &wm, &wn);
         if (ceil_div(np, wn) > widest) widest = ceil_div(np, wn);
     }
     p->nc = min64(p->nc, widest * p->nr);
@@ -141,7 +124,7 @@ void gm_split(const gm_plan *p, const fe_design *d, int64_t rows, int64_t n, int
     int64_t mt = ceil_div(rows, p->mr), np = ceil_div(n, p->nr);
     if (mt == 0 || np == 0 || nth < 1) return;
     int64_t best_m, best_n;
-    grid_for(p, d, mt, np, rows, nth, &best_m, &best_n);
+    grid_of(mt, np, nth, pack_cost(d), p->mr, p->nr, &best_m, &best_n);
     *wm = best_m, *wn = best_n;
     if (ith >= best_m * best_n) return;
     int64_t t0, t1, q0, q1;
