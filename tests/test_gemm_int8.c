@@ -32,16 +32,23 @@ static fe_device *device_at(fe_isa isa) {
     return d;
 }
 
-/* runs op (n operands, settings) into its output operand `out` */
-static void run(fe_device *dev, const char *op, fe_tensor *ops, int n, const fe_setting *params,
-                int n_params, const fe_setting *tun, int n_tun) {
+/* runs op (n operands, settings, per-call values) into its output operand */
+static void run_values(fe_device *dev, const char *op, fe_tensor *ops, int n,
+                       const fe_setting *params, int n_params, const fe_setting *tun, int n_tun,
+                       const int64_t *vals, int n_vals) {
     fe_op_request req = {.op = op, .operands = ops, .n_operands = n, .params = params,
                          .n_params = n_params, .tunables = tun, .n_tunables = n_tun};
     fe_kernel *k = NULL;
     fe_error err = {0};
     if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("%s: %s", op, err.message);
-    assert_int_equal(fe_kernel_run(k, ops, n, NULL, 0), FE_OK);
+    assert_int_equal(fe_kernel_run(k, ops, n, vals, n_vals), FE_OK);
     fe_kernel_destroy(k);
+}
+
+/* the same at the per-call values' defaults */
+static void run(fe_device *dev, const char *op, fe_tensor *ops, int n, const fe_setting *params,
+                int n_params, const fe_setting *tun, int n_tun) {
+    run_values(dev, op, ops, n, params, n_params, tun, n_tun, NULL, 0);
 }
 
 /* a (M, K) f32 drawn in [-2, 2], w (N, K) of dtype dt drawn in [-1, 1], two (M, N) outputs */
@@ -273,14 +280,8 @@ static void run_rows_on(fe_isa isa, int workers, fe_tensor *g, const fe_setting 
     fe_device *dev = NULL;
     assert_int_equal(fe_device_create(&o, &dev, NULL), FE_OK);
     const fe_setting gp[1] = {{"act_int8", 1}};
-    fe_op_request req = {.op = "GEMM", .operands = g, .n_operands = 5, .params = gp,
-                         .n_params = 1, .tunables = tun, .n_tunables = 1};
-    fe_kernel *k = NULL;
-    fe_error err = {0};
-    if (fe_kernel_create(dev, &req, &k, &err) != FE_OK) fail_msg("GEMM: %s", err.message);
     const int64_t vals[2] = {rows, QK};
-    assert_int_equal(fe_kernel_run(k, g, 5, vals, 2), FE_OK);
-    fe_kernel_destroy(k);
+    run_values(dev, "GEMM", g, 5, gp, 1, tun, 1, vals, 2);
     fe_device_destroy(dev);
 }
 
